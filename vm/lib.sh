@@ -1,0 +1,51 @@
+# Shared settings for the highwater glue scripts.  Sourced, not run.
+
+HW_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HW_BUILD=$HW_ROOT/build
+HW_TREE=$HW_BUILD/linux
+HW_PATCHES=$HW_ROOT/kernel/patches
+HW_CONFIGS=$HW_ROOT/kernel/config
+
+# The Debian source the series is written against.  Another 6.12 version is
+# used (with a warning) only when this one is no longer in the archive.
+HW_SRC_PKG=linux-source-6.12
+HW_SRC_VERSION=6.12.118-1~deb12u1
+HW_SRC_TARBALL=/usr/src/linux-source-6.12.tar.xz
+
+hw_log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+hw_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Run a command as root (CI and these machines run as root already).
+hw_sudo() {
+	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# hw_need_pkgs CMD:PKG...: install the Debian packages whose commands are missing.
+hw_need_pkgs() {
+	local want=() item cmd pkg
+	for item in "$@"; do
+		cmd=${item%%:*} pkg=${item#*:}
+		case $cmd in
+		/*) [ -e "$cmd" ] && continue ;;
+		*) command -v "$cmd" >/dev/null 2>&1 && continue ;;
+		esac
+		want+=("$pkg")
+	done
+	[ ${#want[@]} -eq 0 ] && return 0
+	hw_log "installing ${want[*]} (apt-get, about a minute)"
+	export DEBIAN_FRONTEND=noninteractive
+	if ! hw_sudo apt-get install -y --no-install-recommends "${want[@]}" >"$HW_BUILD/apt.log" 2>&1; then
+		hw_sudo apt-get update >>"$HW_BUILD/apt.log" 2>&1 || true
+		hw_sudo apt-get install -y --no-install-recommends "${want[@]}" >>"$HW_BUILD/apt.log" 2>&1 ||
+			hw_die "apt-get install ${want[*]} failed; see $HW_BUILD/apt.log"
+	fi
+}
+
+# Everything needed to build and boot a kernel.
+hw_need_kernel_tools() {
+	mkdir -p "$HW_BUILD"
+	hw_need_pkgs gcc:gcc make:make git:git ccache:ccache flex:flex bison:bison \
+		bc:bc cpio:cpio xz:xz-utils perl:perl \
+		/usr/include/libelf.h:libelf-dev /usr/include/openssl/ssl.h:libssl-dev \
+		qemu-system-x86_64:qemu-system-x86
+}
