@@ -7,8 +7,26 @@
 #   make export      write build/linux's commits back to kernel/patches
 #   make checkpatch  checkpatch.pl --strict on every patch of the series
 #   make status      where build/linux stands against kernel/patches
+#   make highwater   build the highwater command (build/highwater)
+#   make install     install it and its man page (PREFIX=/usr/local, DESTDIR)
 
-.PHONY: demo test kernel tree export checkpatch status clean
+.PHONY: demo test kernel tree export checkpatch status clean highwater install
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+HW_CFLAGS := -std=gnu11 -Wall -Wextra -Wformat=2 -Wshadow -Wno-format-nonliteral
+PREFIX ?= /usr/local
+HW_SRC := $(wildcard src/*.c)
+
+highwater: build/highwater
+
+build/highwater: $(HW_SRC) src/hw.h
+	@mkdir -p build
+	$(CC) $(CFLAGS) $(HW_CFLAGS) -o $@ $(HW_SRC)
+
+install: build/highwater
+	install -D -m 0755 build/highwater $(DESTDIR)$(PREFIX)/bin/highwater
+	install -D -m 0644 highwater.1 $(DESTDIR)$(PREFIX)/share/man/man1/highwater.1
 
 demo:
 	vm/demo $(CMD)

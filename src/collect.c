@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Reading the marks: a process's /proc files and a cgroup's files.  What a
+ * kernel does not offer becomes a note saying so, never a made-up number.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hw.h"
+
+/* Read a whole (small) file; returns its length or -errno. */
+int hw_read_file(const char *path, char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while (len < size - 1 && (n = read(fd, buf + len, size - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		len += n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return len;
+}
+
+/*
+ * The marks of process @pid (also a zombie not yet reaped), maximized into
+ * @m.  @top: this is the command itself, whose limits and credentials the
+ * report shows.  Returns 0, or -errno when the process cannot be read.
+ */
+int hw_collect_process(int pid, struct hw_marks *m, bool top)
+{
+	char path[64], buf[8192];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits_peak", pid);
+	r = hw_read_file(path, buf, sizeof(buf));
+	if (r == -ENOENT) {
+		/* A kernel without the series: limits only, no peaks. */
+		snprintf(path, sizeof(path), "/proc/%d/limits", pid);
+		r = hw_read_file(path, buf, sizeof(buf));
+		if (r >= 0)
+			hw_note(m, "rlimit peaks: this kernel has no /proc/PID/limits_peak (it lacks the highwater series)");
+	}
+	if (r < 0)
+		return r;
+	if (hw_parse_limits(buf, m, top)) {
+		hw_note(m, "rlimit peaks: %s has a format this highwater does not know", path);
+	}
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	r = hw_read_file(path, buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	if (hw_parse_status(buf, m, top))
+		hw_note(m, "%s has a format this highwater does not know", path);
+	else if (!strstr(buf, "\nCapUsd:"))
+		hw_note(m, "capabilities used: /proc/PID/status has no CapUsd line (kernel without the highwater series)");
+	m->processes++;
+	return 0;
+}
+
+/* The cgroup2 mount point, from /proc/self/mountinfo. */
+int hw_cgroup2_mount(char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[1024], mnt[512], fstype[64];
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(sep + 3, "%63s", fstype) != 1 ||
+		    strcmp(fstype, "cgroup2"))
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) == 1) {
+			fclose(f);
+			snprintf(buf, size, "%s", mnt);
+			return 0;
+		}
+	}
+	fclose(f);
+	return -ENOENT;
+}
+
+static int cg_read(const char *dir, const char *file, char *buf, size_t size)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	return hw_read_file(path, buf, size);
+}
+
+/*
+ * The marks of the cgroup at @dir: pids.peak, memory.peak, the page cache
+ * part of its memory (memory.stat "file"), the devices accessed, and the
+ * limits set on it.  Returns 0, or -errno when @dir cannot be read at all.
+ */
+int hw_collect_cgroup(const char *dir, struct hw_marks *m)
+{
+	char buf[16384];
+	uint64_t v;
+	int r;
+
+	r = cg_read(dir, "cgroup.procs", buf, sizeof(buf));
+	if (r < 0)
+		return r;
+
+	if (cg_read(dir, "pids.peak", buf, sizeof(buf)) >= 0 &&
+	    !hw_parse_u64(buf, &v)) {
+		m->pids_peak = v;
+		m->have_pids_peak = true;
+		if (cg_read(dir, "pids.max", buf, sizeof(buf)) >= 0)
+			hw_parse_u64(buf, &m->pids_max);
+	} else if (!hw_has_note(m, "task peak:")) {
+		hw_note(m, "task peak: no pids.peak (pids controller not enabled for the cgroup, or a kernel before 6.1)");
+	}
+
+	if (cg_read(dir, "memory.peak", buf, sizeof(buf)) >= 0 &&
+	    !hw_parse_u64(buf, &v)) {
+		m->memory_peak = v;
+		m->have_memory_peak = true;
+		if (cg_read(dir, "memory.max", buf, sizeof(buf)) >= 0)
+			hw_parse_u64(buf, &m->memory_max);
+		if (cg_read(dir, "memory.stat", buf, sizeof(buf)) >= 0 &&
+		    !hw_parse_memory_stat(buf, "file", &v)) {
+			m->memory_file = v;
+			m->have_memory_file = true;
+		}
+	} else if (!hw_has_note(m, "memory peak:")) {
+		hw_note(m, "memory peak: no memory.peak (memory controller not enabled for the cgroup, or a kernel before 5.19)");
+	}
+
+	r = cg_read(dir, "devices.accessed", buf, sizeof(buf));
+	if (r >= 0) {
+		if (hw_parse_devices(buf, m))
+			hw_note(m, "devices accessed: %s/devices.accessed has a format this highwater does not know", dir);
+	} else {
+		hw_note(m, "devices accessed: the cgroup has no devices.accessed (kernel without the highwater series)");
+	}
+	return 0;
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * highwater: the marks a workload left in the kernel, and what to make of
+ * them.  One struct hw_marks holds everything a report needs; the parsers
+ * fill it, the recommendation rules read it, the formats print it.
+ */
+#ifndef HW_H
+#define HW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define HW_UNLIMITED UINT64_MAX	/* "unlimited" in /proc/PID/limits */
+#define HW_ANY UINT32_MAX	/* "*" in devices.accessed */
+#define HW_NLIMITS 16		/* RLIMIT_NLIMITS */
+#define HW_CAP_LAST 40		/* CAP_CHECKPOINT_RESTORE in 6.12 */
+#define HW_MAX_DEVICES 256
+#define HW_MAX_NOTES 16
+#define HW_SCHEMA "highwater/1"
+
+/* Exit codes for highwater's own failures (sysexits.h) */
+#define HW_EX_USAGE 64		/* bad option or argument */
+#define HW_EX_DATAERR 65	/* a file to merge is not a highwater report */
+#define HW_EX_NOINPUT 66	/* no such process, cgroup or file */
+#define HW_EX_UNAVAILABLE 69	/* no cgroup2 mount, cgroup could not be made */
+#define HW_EX_SOFTWARE 70	/* fork or another system call failed */
+#define HW_EX_IOERR 74		/* a file could not be read or written */
+#define HW_EX_NOPERM 77		/* not allowed to read or create it */
+#define HW_EX_TIMEOUT 124	/* run: --timeout expired, as timeout(1) */
+#define HW_EX_CANNOT_RUN 126	/* run: CMD found but not executable, as env(1) */
+#define HW_EX_NOT_FOUND 127	/* run: CMD not found, as env(1) */
+
+/* How a limit's peak becomes a recommended value */
+enum hw_kind {
+	HW_BYTES,	/* margin, rounded to K/M/G */
+	HW_COUNT,	/* margin, rounded to two significant digits */
+	HW_EXACT,	/* a permission (nice, rtprio): the peak itself */
+	HW_UNTRACKED,	/* RSS, LOCKS: Linux does not enforce them */
+};
+
+struct hw_limit_info {
+	const char *key;	/* JSON key, docker --ulimit name: "nofile" */
+	const char *proc_name;	/* row name in /proc/PID/limits */
+	const char *systemd;	/* LimitNOFILE */
+	enum hw_kind kind;
+	/* Why the systemd/docker output comments the line out, if it does */
+	const char *caveat;
+};
+
+extern const struct hw_limit_info hw_limits[HW_NLIMITS];
+int hw_limit_index(const char *key);
+const char *hw_cap_name(int cap);	/* "CAP_NET_BIND_SERVICE" */
+int hw_cap_from_name(const char *name);	/* -1 if unknown */
+
+struct hw_limit {
+	bool have_peak;		/* the kernel reported a Peak for it */
+	bool have_limit;	/* soft/hard are known */
+	uint64_t peak;
+	uint64_t soft, hard;	/* HW_UNLIMITED for unlimited */
+};
+
+/* DEVCG_ACC_* bits, as devices.accessed prints them: r, w, m */
+#define HW_ACC_READ 1
+#define HW_ACC_WRITE 2
+#define HW_ACC_MKNOD 4
+
+struct hw_device {
+	char type;		/* 'c' or 'b' */
+	uint32_t major, minor;	/* HW_ANY for "*" */
+	unsigned int access;	/* HW_ACC_* */
+};
+
+struct hw_marks {
+	/* What was measured */
+	char command[512];
+	int exit_status;	/* -1 when not a run */
+	bool timed_out;
+	double seconds;
+	int processes;		/* processes whose marks were read */
+
+	/* Per process (maximum over the processes measured) */
+	bool have_limits_peak;	/* some /proc/PID/limits_peak was read */
+	struct hw_limit lim[HW_NLIMITS];
+	bool have_cap_used;
+	uint64_t cap_used;	/* CapUsd */
+	bool have_cap_amb;
+	uint64_t cap_amb;	/* CapAmb of the command itself */
+	bool have_uid;
+	unsigned int uid;	/* real uid of the command itself */
+	uint64_t vm_peak, vm_hwm, maxrss;	/* bytes; 0: unknown */
+
+	/* Per cgroup */
+	char cgroup[512];	/* path relative to the cgroup2 mount, or "" */
+	bool have_pids_peak, have_memory_peak, have_memory_file, have_devices;
+	uint64_t pids_peak;
+	uint64_t pids_max;	/* HW_UNLIMITED for max */
+	uint64_t memory_peak, memory_file, memory_max;
+	int ndevices;
+	struct hw_device devices[HW_MAX_DEVICES];
+
+	/* Marks that could not be read, and why: one line each */
+	int nnotes;
+	char notes[HW_MAX_NOTES][200];
+};
+
+void hw_marks_init(struct hw_marks *m);
+bool hw_has_note(const struct hw_marks *m, const char *prefix);
+void hw_note(struct hw_marks *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* parse.c: text of kernel files into marks; 0 or -1 (bad format) */
+int hw_parse_limits(const char *text, struct hw_marks *m, bool top);
+int hw_parse_status(const char *text, struct hw_marks *m, bool top);
+int hw_parse_memory_stat(const char *text, const char *key, uint64_t *val);
+int hw_parse_devices(const char *text, struct hw_marks *m);
+int hw_parse_u64(const char *text, uint64_t *val);	/* "max" too */
+void hw_add_device(struct hw_marks *m, const struct hw_device *d);
+void hw_merge_marks(struct hw_marks *into, const struct hw_marks *from);
+
+/* collect.c: read the marks of a process and of a cgroup */
+int hw_read_file(const char *path, char *buf, size_t size);	/* -errno */
+int hw_collect_process(int pid, struct hw_marks *m, bool top);
+int hw_collect_cgroup(const char *dir, struct hw_marks *m);
+int hw_cgroup2_mount(char *buf, size_t size);
+
+/* recommend.c: margin and rounding */
+uint64_t hw_recommend(enum hw_kind kind, uint64_t peak, int margin);
+uint64_t hw_round_count(uint64_t v);
+void hw_format_bytes(uint64_t v, char *buf, size_t size);	/* "61M" */
+uint64_t hw_bytes_rounded(uint64_t v);	/* the value hw_format_bytes shows */
+int hw_device_name(const struct hw_device *d, char *buf, size_t size);
+
+/* report.c */
+enum hw_format { HW_TEXT, HW_JSON, HW_SYSTEMD, HW_DOCKER };
+int hw_format_from_name(const char *name);
+void hw_report(FILE *out, const struct hw_marks *m, enum hw_format f,
+	       int margin);
+
+/* json.c: read back what hw_report(HW_JSON) wrote; 0 or -1 with a message */
+int hw_json_read(const char *text, struct hw_marks *m, char *err,
+		 size_t errsize);
+
+/* run.c */
+struct hw_run_opts {
+	const char *cgroup_parent;	/* NULL: highwater's own cgroup */
+	double timeout;			/* seconds, 0: none */
+	bool quiet;
+};
+int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m);
+
+/* parse.c: "highwater: ..." on stderr */
+void hw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

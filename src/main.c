@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * highwater: run a workload, read the high-water marks the kernel kept for
+ * it, print the limits it needs.  See highwater.1.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hw.h"
+
+#define DEFAULT_MARGIN 25
+
+static const char usage[] =
+"usage: highwater run [OPTIONS] [--] CMD [ARGS...]   profile CMD until it and its descendants end\n"
+"       highwater show [OPTIONS] PID                 the marks of a running process\n"
+"       highwater cgroup [OPTIONS] PATH              the marks of a cgroup and its processes\n"
+"       highwater merge [OPTIONS] FILE.json...       the maximum of several JSON reports\n"
+"\n"
+"options:\n"
+"  -f, --format FORMAT     text (default), json, systemd, docker (or podman)\n"
+"  -m, --margin PERCENT    safety margin added to peaks (default 25)\n"
+"  -o, --output FILE       write the report to FILE instead of standard output\n"
+"  -t, --timeout SECONDS   run: stop the workload (cgroup.kill) after SECONDS (s, m, h suffixes)\n"
+"  -p, --cgroup-parent DIR run: create the workload's cgroup under DIR\n"
+"                          (default: highwater's own cgroup)\n"
+"  -h, --help              this help\n"
+"\n"
+"exit status: run exits with CMD's status (128+N if killed by signal N, 124 on\n"
+"--timeout, 126/127 if CMD cannot be run or found); otherwise 0, or\n"
+"64 usage, 65 bad JSON, 66 no such process/cgroup/file, 69 no cgroup2,\n"
+"70 system error, 74 I/O error, 77 permission denied.\n";
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "highwater: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see highwater --help)\n");
+	return HW_EX_USAGE;
+}
+
+static int errno_exit(int err)
+{
+	switch (err) {
+	case ENOENT:
+	case ESRCH:
+	case ENOTDIR:
+		return HW_EX_NOINPUT;
+	case EACCES:
+	case EPERM:
+		return HW_EX_NOPERM;
+	default:
+		return HW_EX_IOERR;
+	}
+}
+
+static int parse_timeout(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0)
+		return -1;
+	if (!strcmp(end, "m"))
+		v *= 60;
+	else if (!strcmp(end, "h"))
+		v *= 3600;
+	else if (*end && strcmp(end, "s"))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* highwater show PID */
+static int cmd_show(const char *arg, struct hw_marks *m)
+{
+	char *end;
+	long pid = strtol(arg, &end, 10);
+	int r;
+
+	if (*end || pid <= 0 || end == arg)
+		return usage_error("'%s' is not a process ID", arg);
+	snprintf(m->command, sizeof(m->command), "process %ld", pid);
+	{
+		char path[64], comm[256];
+
+		snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+		r = hw_read_file(path, comm, sizeof(comm));
+		if (r > 0) {
+			for (int i = 0; i < r - 1; i++)
+				if (!comm[i])
+					comm[i] = ' ';
+			snprintf(m->command, sizeof(m->command), "process %ld: %s",
+				 pid, comm);
+		}
+	}
+	r = hw_collect_process(pid, m, true);
+	if (r) {
+		hw_warn("cannot read the marks of process %ld: %s%s", pid,
+			strerror(-r),
+			r == -ENOENT ? " (no such process)" :
+			r == -EACCES || r == -EPERM ? " (run as its user or as root)" : "");
+		return errno_exit(-r);
+	}
+	return 0;
+}
+
+/* Every process in @dir and below, maximized into @m. */
+static void collect_tree(const char *dir, struct hw_marks *m, int depth)
+{
+	char path[1200], buf[65536];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if (hw_read_file(path, buf, sizeof(buf)) > 0)
+		for (char *t = strtok(buf, "\n"); t; t = strtok(NULL, "\n"))
+			hw_collect_process(atoi(t), m, false);
+	if (depth > 32 || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			collect_tree(path, m, depth + 1);
+		}
+	closedir(d);
+}
+
+/* highwater cgroup PATH: a path, or one relative to the cgroup2 mount */
+static int cmd_cgroup(const char *arg, struct hw_marks *m)
+{
+	char mount[256], dir[1024];
+	struct stat st;
+	int r;
+
+	if (hw_cgroup2_mount(mount, sizeof(mount))) {
+		hw_warn("no cgroup2 file system is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
+		return HW_EX_UNAVAILABLE;
+	}
+	if (!strncmp(arg, mount, strlen(mount)))
+		snprintf(dir, sizeof(dir), "%s", arg);
+	else
+		snprintf(dir, sizeof(dir), "%s/%s", mount, arg[0] == '/' ? arg + 1 : arg);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		hw_warn("%s is not a cgroup (give a path under %s, or one relative to it, such as system.slice/cron.service)",
+			dir, mount);
+		return HW_EX_NOINPUT;
+	}
+	snprintf(m->command, sizeof(m->command), "cgroup %s", dir + strlen(mount));
+	snprintf(m->cgroup, sizeof(m->cgroup), "%s", dir + strlen(mount));
+	r = hw_collect_cgroup(dir, m);
+	if (r) {
+		hw_warn("cannot read the cgroup %s: %s", dir, strerror(-r));
+		return errno_exit(-r);
+	}
+	collect_tree(dir, m, 0);
+	if (!m->processes)
+		hw_note(m, "rlimit peaks and capabilities: no process is left in the cgroup to read them from");
+	return 0;
+}
+
+/* highwater merge FILE.json... */
+static int cmd_merge(char **files, int n, struct hw_marks *m)
+{
+	static char text[1 << 20];
+	static struct hw_marks one;
+	char err[200];
+	int r;
+
+	for (int i = 0; i < n; i++) {
+		r = hw_read_file(files[i], text, sizeof(text));
+		if (r < 0) {
+			hw_warn("cannot read %s: %s", files[i], strerror(-r));
+			return errno_exit(-r);
+		}
+		if (hw_json_read(text, &one, err, sizeof(err))) {
+			hw_warn("%s is not a %s JSON report: %s (write reports with --format json)",
+				files[i], HW_SCHEMA, err);
+			return HW_EX_DATAERR;
+		}
+		if (i == 0) {
+			*m = one;
+			snprintf(m->command, sizeof(m->command), "merge of %d reports", n);
+			m->cgroup[0] = '\0';
+		} else {
+			hw_merge_marks(m, &one);
+		}
+	}
+	if (n > 1)
+		snprintf(m->command, sizeof(m->command), "merge of %d reports", n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "margin", required_argument, NULL, 'm' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "cgroup-parent", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct hw_marks marks;
+	struct hw_run_opts ro = { 0 };
+	const char *sub, *output = NULL;
+	int format = HW_TEXT, margin = DEFAULT_MARGIN, c, code;
+	FILE *out = stdout;
+	char *end;
+
+	if (argc < 2)
+		return usage_error("no command given");
+	sub = argv[1];
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(sub, "run") && strcmp(sub, "show") && strcmp(sub, "cgroup") &&
+	    strcmp(sub, "merge"))
+		return usage_error("unknown command '%s': use run, show, cgroup or merge", sub);
+
+	argv++, argc--;
+	while ((c = getopt_long(argc, argv, "+f:m:o:t:p:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			format = hw_format_from_name(optarg);
+			if (format < 0)
+				return usage_error("unknown format '%s': use text, json, systemd or docker", optarg);
+			break;
+		case 'm':
+			margin = strtol(optarg, &end, 10);
+			if (*end == '%')
+				end++;
+			if (*end || end == optarg || margin < 0 || margin > 1000)
+				return usage_error("--margin takes a percentage from 0 to 1000, not '%s'", optarg);
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 't':
+			if (strcmp(sub, "run"))
+				return usage_error("--timeout is an option of run");
+			if (parse_timeout(optarg, &ro.timeout))
+				return usage_error("--timeout takes a positive number of seconds (or with m or h), not '%s'", optarg);
+			break;
+		case 'p':
+			if (strcmp(sub, "run"))
+				return usage_error("--cgroup-parent is an option of run");
+			ro.cgroup_parent = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			return HW_EX_USAGE;	/* getopt said what */
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (!strcmp(sub, "run") ? argc < 1 : !strcmp(sub, "merge") ? argc < 1 : argc != 1)
+		return usage_error("%s needs %s", sub,
+				   !strcmp(sub, "run") ? "a command to run" :
+				   !strcmp(sub, "show") ? "one process ID" :
+				   !strcmp(sub, "cgroup") ? "one cgroup path" :
+				   "one or more JSON files");
+
+	/* Open the output first: a bad path must fail before anything runs. */
+	if (output) {
+		out = fopen(output, "w");
+		if (!out) {
+			hw_warn("cannot write %s: %s", output, strerror(errno));
+			return errno_exit(errno);
+		}
+	}
+
+	hw_marks_init(&marks);
+	if (!strcmp(sub, "run")) {
+		code = hw_run(argv, &ro, &marks);
+		if (code == HW_EX_SOFTWARE && marks.exit_status < 0)
+			goto out;	/* nothing ran */
+	} else if (!strcmp(sub, "show")) {
+		code = cmd_show(argv[0], &marks);
+	} else if (!strcmp(sub, "cgroup")) {
+		code = cmd_cgroup(argv[0], &marks);
+	} else {
+		code = cmd_merge(argv, argc, &marks);
+	}
+	if (code && strcmp(sub, "run"))
+		goto out;
+	hw_report(out, &marks, format, margin);
+	if (fflush(out)) {
+		hw_warn("cannot write the report: %s", strerror(errno));
+		code = HW_EX_IOERR;
+	}
+out:
+	if (output) {
+		fclose(out);
+		if (code && strcmp(sub, "run"))
+			unlink(output);	/* no half report left behind */
+	}
+	return code;
+}

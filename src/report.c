@@ -1,0 +1,593 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The report: text for people, JSON for merge and other programs, a systemd
+ * [Service] drop-in, docker/podman flags.  All four read the same marks and
+ * the same recommendation rules (limit_advice(), memory_advice()).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hw.h"
+
+int hw_format_from_name(const char *name)
+{
+	static const char *const names[] = { "text", "json", "systemd", "docker" };
+
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(name, names[i]))
+			return i;
+	if (!strcmp(name, "podman"))
+		return HW_DOCKER;
+	return -1;
+}
+
+struct advice {
+	bool emit;		/* a setting to apply */
+	uint64_t value;		/* the recommended value */
+	const char *why;	/* why not, when !emit */
+};
+
+static struct advice limit_advice(const struct hw_marks *m, int i, int margin)
+{
+	const struct hw_limit_info *info = &hw_limits[i];
+	const struct hw_limit *l = &m->lim[i];
+	struct advice a = { 0 };
+
+	if (info->kind == HW_UNTRACKED) {
+		a.why = "Linux does not enforce this limit";
+		return a;
+	}
+	if (!l->have_peak) {
+		a.why = "not measured on this kernel";
+		return a;
+	}
+	a.value = hw_recommend(info->kind, l->peak, margin);
+	if (info->caveat) {
+		a.why = info->caveat;
+	} else if (i == 4 && l->peak == 0) {
+		a.why = "no core dump in this run";
+	} else if (i == 15 && l->peak == 0) {
+		a.why = "no realtime thread in this run";
+	} else if (i == 11 && l->peak == 0) {
+		a.why = "no signal was queued in this run; 0 would refuse queued realtime signals";
+	} else {
+		a.emit = true;
+	}
+	return a;
+}
+
+/*
+ * MemoryMax= from memory.peak plus the margin: memory.peak counts page
+ * cache, so a limit at the peak never made this run reclaim.  MemoryHigh=
+ * from the part that is not cache (memory.peak less the page cache still
+ * charged at the end, but at least the largest RSS), plus the margin: above
+ * it the kernel reclaims cache instead of failing.
+ */
+struct memory_advice {
+	uint64_t max, high;	/* high: 0 when not worth a line */
+	uint64_t not_cache;
+};
+
+static struct memory_advice memory_advice(const struct hw_marks *m, int margin)
+{
+	struct memory_advice a = { 0 };
+
+	a.max = hw_recommend(HW_BYTES, m->memory_peak, margin);
+	if (m->have_memory_file) {
+		a.not_cache = m->memory_peak > m->memory_file ?
+			      m->memory_peak - m->memory_file : 0;
+		if (a.not_cache < m->maxrss)
+			a.not_cache = m->maxrss < m->memory_peak ? m->maxrss : m->memory_peak;
+		a.high = hw_recommend(HW_BYTES, a.not_cache, margin);
+		if (a.high >= a.max)
+			a.high = 0;
+	}
+	return a;
+}
+
+/* An observed amount of bytes: "8M", "4.2M", "800K", "512". */
+static void human(uint64_t v, char *buf, size_t size)
+{
+	static const char suffix[] = "KMGT";
+	int u = -1;
+
+	if (v == HW_UNLIMITED) {
+		snprintf(buf, size, "unlimited");
+		return;
+	}
+	while (u < 3 && v >= (1ULL << (10 * (u + 2))))
+		u++;
+	if (u < 0)
+		snprintf(buf, size, "%llu", (unsigned long long)v);
+	else if (v % (1ULL << (10 * (u + 1))) == 0)
+		snprintf(buf, size, "%llu%c",
+			 (unsigned long long)(v >> (10 * (u + 1))), suffix[u]);
+	else
+		snprintf(buf, size, "%.1f%c", v / (double)(1ULL << (10 * (u + 1))),
+			 suffix[u]);
+}
+
+/* A limit's value as its Units say: bytes get K/M/G. */
+static void limit_value(int i, uint64_t v, bool recommended, char *buf,
+			size_t size)
+{
+	if (v == HW_UNLIMITED)
+		snprintf(buf, size, "unlimited");
+	else if (hw_limits[i].kind == HW_BYTES)
+		recommended ? hw_format_bytes(v, buf, size) : human(v, buf, size);
+	else
+		snprintf(buf, size, "%" PRIu64, v);
+}
+
+static void cap_list(FILE *out, uint64_t mask, const char *sep, bool strip)
+{
+	const char *s = "";
+
+	for (int c = 0; c <= HW_CAP_LAST; c++)
+		if (mask & (1ULL << c)) {
+			fprintf(out, "%s%s", s, hw_cap_name(c) + (strip ? 4 : 0));
+			s = sep;
+		}
+}
+
+static void access_str(unsigned int acc, char *buf)
+{
+	int n = 0;
+
+	if (acc & HW_ACC_READ)
+		buf[n++] = 'r';
+	if (acc & HW_ACC_WRITE)
+		buf[n++] = 'w';
+	if (acc & HW_ACC_MKNOD)
+		buf[n++] = 'm';
+	buf[n] = '\0';
+}
+
+static void devices_list_line(const struct hw_device *d, char *buf, size_t size)
+{
+	char maj[12], min[12], acc[4];
+
+	snprintf(maj, sizeof(maj), d->major == HW_ANY ? "*" : "%u", d->major);
+	snprintf(min, sizeof(min), d->minor == HW_ANY ? "*" : "%u", d->minor);
+	access_str(d->access, acc);
+	snprintf(buf, size, "%c %s:%s %s", d->type, maj, min, acc);
+}
+
+static const char *run_summary(const struct hw_marks *m, char *buf, size_t size)
+{
+	if (m->exit_status < 0)
+		snprintf(buf, size, "%d process%s read", m->processes,
+			 m->processes == 1 ? "" : "es");
+	else
+		snprintf(buf, size, "%s %d, %.2f s",
+			 m->timed_out ? "stopped by --timeout, status" : "exit status",
+			 m->exit_status, m->seconds);
+	return buf;
+}
+
+static void report_text(FILE *out, const struct hw_marks *m, int margin)
+{
+	char peak[32], limit[32], rec[48], buf[160];
+	bool footnote = false, over = false;
+
+	fprintf(out, "highwater: %s (%s)\n", m->command,
+		run_summary(m, buf, sizeof(buf)));
+	if (m->cgroup[0])
+		fprintf(out, "cgroup: %s\n", m->cgroup);
+	fprintf(out, "\n%-24s %-12s %-12s %-14s %s\n", "Resource", "Peak",
+		"Limit", "Recommended", "");
+	for (int i = 0; i < HW_NLIMITS; i++) {
+		const struct hw_limit *l = &m->lim[i];
+		struct advice a = limit_advice(m, i, margin);
+		const char *flag = "";
+
+		if (hw_limits[i].kind == HW_UNTRACKED)
+			continue;
+		if (l->have_peak)
+			limit_value(i, l->peak, false, peak, sizeof(peak));
+		else
+			snprintf(peak, sizeof(peak), "n/a");
+		if (l->have_limit)
+			limit_value(i, l->soft, false, limit, sizeof(limit));
+		else
+			snprintf(limit, sizeof(limit), "?");
+		if (a.emit) {
+			limit_value(i, a.value, true, rec, sizeof(rec));
+		} else if (l->have_peak) {
+			snprintf(rec, sizeof(rec), "-  (*)");
+			footnote = true;
+		} else {
+			snprintf(rec, sizeof(rec), "-");
+		}
+		if (l->have_peak && l->have_limit && l->soft != HW_UNLIMITED &&
+		    l->peak > 0) {
+			if (l->peak > l->soft) {
+				flag = "OVER the limit";
+				over = true;
+			}
+			else if (l->peak == l->soft)
+				flag = "AT the limit";
+		}
+		fprintf(out, "%-24s %-12s %-12s %-14s %s\n",
+			hw_limits[i].proc_name, peak, limit, rec, flag);
+	}
+
+	if (m->have_pids_peak) {
+		snprintf(peak, sizeof(peak), "%" PRIu64, m->pids_peak);
+		limit_value(6, m->pids_max, false, limit, sizeof(limit));
+		snprintf(rec, sizeof(rec), "%" PRIu64,
+			 hw_recommend(HW_COUNT, m->pids_peak, margin));
+		fprintf(out, "%-24s %-12s %-12s %-14s %s\n", "Tasks (pids.peak)",
+			peak, limit, rec,
+			m->pids_max != HW_UNLIMITED && m->pids_peak >= m->pids_max ?
+			"AT the limit" : "");
+	}
+	if (m->have_memory_peak) {
+		struct memory_advice ma = memory_advice(m, margin);
+
+		human(m->memory_peak, peak, sizeof(peak));
+		human(m->memory_max, limit, sizeof(limit));
+		hw_format_bytes(ma.max, rec, sizeof(rec));
+		fprintf(out, "%-24s %-12s %-12s %-14s %s\n", "Memory (memory.peak)",
+			peak, limit, rec,
+			m->memory_max != HW_UNLIMITED && m->memory_peak >= m->memory_max ?
+			"AT the limit" : "");
+		if (m->have_memory_file) {
+			human(m->memory_file, peak, sizeof(peak));
+			fprintf(out, "%-24s %-12s %-12s %-14s\n",
+				"  page cache at the end", peak, "", "");
+			if (ma.high) {
+				human(ma.not_cache, peak, sizeof(peak));
+				hw_format_bytes(ma.high, rec, sizeof(rec));
+				fprintf(out, "%-24s %-12s %-12s %-14s\n",
+					"  not cache (for High)", peak, "", rec);
+			}
+		}
+	}
+	if (m->maxrss || m->vm_hwm) {
+		human(m->maxrss > m->vm_hwm ? m->maxrss : m->vm_hwm, peak,
+		      sizeof(peak));
+		fprintf(out, "%-24s %-12s\n", "Largest process RSS", peak);
+	}
+	if (m->vm_peak) {
+		human(m->vm_peak, peak, sizeof(peak));
+		fprintf(out, "%-24s %-12s\n", "Largest VmPeak", peak);
+	}
+
+	fprintf(out, "\nCapabilities used: ");
+	if (!m->have_cap_used)
+		fprintf(out, "n/a");
+	else if (!m->cap_used)
+		fprintf(out, "none");
+	else
+		cap_list(out, m->cap_used, " ", false);
+	fprintf(out, "\nDevices accessed:  ");
+	if (!m->have_devices)
+		fprintf(out, "n/a");
+	else if (!m->ndevices)
+		fprintf(out, "none");
+	for (int i = 0; i < m->ndevices; i++) {
+		char name[256], acc[4];
+
+		hw_device_name(&m->devices[i], name, sizeof(name));
+		access_str(m->devices[i].access, acc);
+		fprintf(out, "%s%s %s", i ? ", " : "", name, acc);
+	}
+	fprintf(out, "\n\nRecommended: the peak plus a %d%% margin, rounded up;"
+		" nice and realtime priority exactly.\n", margin);
+	if (footnote)
+		fprintf(out, "(*) measured, but not a limit to set from this run: --format systemd says why.\n");
+	if (over)
+		fprintf(out, "OVER: the run hit the limit, or went past it with a capability (CAP_SYS_NICE, CAP_IPC_LOCK, root).\n");
+	if (m->have_memory_peak)
+		fprintf(out, "Memory: MemoryMax from memory.peak, which includes page cache; MemoryHigh from the rest.\n");
+	if (m->timed_out)
+		fprintf(out, "The run was stopped by --timeout: the peaks are those reached until then.\n");
+	for (int i = 0; i < m->nnotes; i++)
+		fprintf(out, "unavailable: %s\n", m->notes[i]);
+}
+
+static void json_u64(FILE *out, const char *key, bool have, uint64_t v,
+		     const char *after)
+{
+	fprintf(out, "\"%s\": ", key);
+	if (!have)
+		fprintf(out, "null");
+	else if (v == HW_UNLIMITED)
+		fprintf(out, "\"unlimited\"");
+	else
+		fprintf(out, "%" PRIu64, v);
+	fprintf(out, "%s", after);
+}
+
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(out, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(out, "\\u%04x", *s);
+		else
+			fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+static void json_caps(FILE *out, uint64_t mask)
+{
+	const char *sep = "";
+
+	fprintf(out, "[");
+	for (int c = 0; c <= HW_CAP_LAST; c++)
+		if (mask & (1ULL << c)) {
+			fprintf(out, "%s\"%s\"", sep, hw_cap_name(c));
+			sep = ", ";
+		}
+	fprintf(out, "]");
+}
+
+/* Schema highwater/1: documented in highwater.1, read back by merge. */
+static void report_json(FILE *out, const struct hw_marks *m)
+{
+	fprintf(out, "{\n  \"schema\": \"%s\",\n  \"command\": ", HW_SCHEMA);
+	json_string(out, m->command);
+	fprintf(out, ",\n  \"exit_status\": ");
+	if (m->exit_status < 0)
+		fprintf(out, "null");
+	else
+		fprintf(out, "%d", m->exit_status);
+	fprintf(out, ",\n  \"timed_out\": %s,\n  \"seconds\": %.3f,\n"
+		"  \"processes\": %d,\n  \"cgroup\": ",
+		m->timed_out ? "true" : "false", m->seconds, m->processes);
+	json_string(out, m->cgroup);
+	fprintf(out, ",\n  \"rlimits\": {\n");
+	for (int i = 0; i < HW_NLIMITS; i++) {
+		const struct hw_limit *l = &m->lim[i];
+
+		fprintf(out, "    \"%s\": {", hw_limits[i].key);
+		json_u64(out, "peak", l->have_peak, l->peak, ", ");
+		json_u64(out, "soft", l->have_limit, l->soft, ", ");
+		json_u64(out, "hard", l->have_limit, l->hard, "}");
+		fprintf(out, "%s\n", i < HW_NLIMITS - 1 ? "," : "");
+	}
+	fprintf(out, "  },\n  \"capabilities\": {\"used\": ");
+	if (m->have_cap_used)
+		json_caps(out, m->cap_used);
+	else
+		fprintf(out, "null");
+	fprintf(out, ", \"ambient\": ");
+	if (m->have_cap_amb)
+		json_caps(out, m->cap_amb);
+	else
+		fprintf(out, "null");
+	fprintf(out, ", ");
+	json_u64(out, "uid", m->have_uid, m->uid, "},\n");
+	fprintf(out, "  \"tasks\": {");
+	json_u64(out, "peak", m->have_pids_peak, m->pids_peak, ", ");
+	json_u64(out, "max", m->have_pids_peak, m->pids_max, "},\n");
+	fprintf(out, "  \"memory\": {");
+	json_u64(out, "peak", m->have_memory_peak, m->memory_peak, ", ");
+	json_u64(out, "file", m->have_memory_file, m->memory_file, ", ");
+	json_u64(out, "max", m->have_memory_peak, m->memory_max, ", ");
+	json_u64(out, "maxrss", m->maxrss, m->maxrss, ", ");
+	json_u64(out, "vm_hwm", m->vm_hwm, m->vm_hwm, ", ");
+	json_u64(out, "vm_peak", m->vm_peak, m->vm_peak, "},\n");
+	fprintf(out, "  \"devices\": ");
+	if (!m->have_devices) {
+		fprintf(out, "null");
+	} else {
+		fprintf(out, "[");
+		for (int i = 0; i < m->ndevices; i++) {
+			char line[64];
+
+			devices_list_line(&m->devices[i], line, sizeof(line));
+			fprintf(out, "%s\"%s\"", i ? ", " : "", line);
+		}
+		fprintf(out, "]");
+	}
+	fprintf(out, ",\n  \"unavailable\": [");
+	for (int i = 0; i < m->nnotes; i++) {
+		fprintf(out, "%s", i ? ", " : "");
+		json_string(out, m->notes[i]);
+	}
+	fprintf(out, "]\n}\n");
+}
+
+static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
+{
+	char val[48], buf[160];
+
+	fprintf(out, "# highwater: systemd drop-in for: %s\n", m->command);
+	fprintf(out, "# Measured: %s. Margin %d%%.\n",
+		run_summary(m, buf, sizeof(buf)), margin);
+	fprintf(out, "# Save as /etc/systemd/system/UNIT.service.d/highwater.conf, then run: systemctl daemon-reload\n");
+	if (m->timed_out)
+		fprintf(out, "# The run was stopped by --timeout: peaks are those reached until then.\n");
+	fprintf(out, "[Service]\n");
+	for (int i = 0; i < HW_NLIMITS; i++) {
+		struct advice a = limit_advice(m, i, margin);
+
+		if (hw_limits[i].kind == HW_UNTRACKED)
+			continue;
+		if (a.emit) {
+			limit_value(i, a.value, true, val, sizeof(val));
+			fprintf(out, "%s=%s\n", hw_limits[i].systemd, val);
+		} else if (m->lim[i].have_peak) {
+			limit_value(i, a.value, true, val, sizeof(val));
+			fprintf(out, "# %s=%s  (not set: %s)\n",
+				hw_limits[i].systemd, val, a.why);
+		} else {
+			fprintf(out, "# %s: %s\n", hw_limits[i].systemd, a.why);
+		}
+	}
+	if (m->have_pids_peak)
+		fprintf(out, "TasksMax=%" PRIu64 "\n",
+			hw_recommend(HW_COUNT, m->pids_peak, margin));
+	else
+		fprintf(out, "# TasksMax: no pids.peak was measured\n");
+	if (m->have_memory_peak) {
+		struct memory_advice ma = memory_advice(m, margin);
+		char peak[32], cache[32];
+
+		human(m->memory_peak, peak, sizeof(peak));
+		if (m->have_memory_file) {
+			human(m->memory_file, cache, sizeof(cache));
+			fprintf(out, "# memory.peak %s includes page cache (%s still charged at the end, memory.stat \"file\"):\n"
+				"# MemoryMax= is the peak plus the margin; MemoryHigh= the part that is not cache plus the margin.\n",
+				peak, cache);
+		} else {
+			fprintf(out, "# MemoryMax= is memory.peak (%s) plus the margin.\n", peak);
+		}
+		if (ma.high) {
+			hw_format_bytes(ma.high, val, sizeof(val));
+			fprintf(out, "MemoryHigh=%s\n", val);
+		}
+		hw_format_bytes(ma.max, val, sizeof(val));
+		fprintf(out, "MemoryMax=%s\n", val);
+	} else {
+		fprintf(out, "# MemoryMax: no memory.peak was measured\n");
+	}
+	if (m->have_cap_used) {
+		fprintf(out, "CapabilityBoundingSet=");
+		cap_list(out, m->cap_used, " ", false);
+		fprintf(out, "\n");
+		if (m->have_uid && m->uid != 0 && m->have_cap_amb &&
+		    (m->cap_used & m->cap_amb)) {
+			fprintf(out, "# The command ran as uid %u with ambient capabilities:\n", m->uid);
+			fprintf(out, "AmbientCapabilities=");
+			cap_list(out, m->cap_used & m->cap_amb, " ", false);
+			fprintf(out, "\n");
+		}
+	} else {
+		fprintf(out, "# CapabilityBoundingSet: capabilities used were not measured\n");
+	}
+	if (m->have_devices) {
+		fprintf(out, "DevicePolicy=closed\n");
+		for (int i = 0; i < m->ndevices; i++) {
+			char name[256], acc[4];
+
+			access_str(m->devices[i].access, acc);
+			if (hw_device_name(&m->devices[i], name, sizeof(name)))
+				fprintf(out, "# %s %s: no node under /dev and no /proc/devices group to name it\n",
+					name, acc);
+			else
+				fprintf(out, "DeviceAllow=%s %s\n", name, acc);
+		}
+	} else {
+		fprintf(out, "# DevicePolicy: devices accessed were not measured\n");
+	}
+	for (int i = 0; i < m->nnotes; i++)
+		fprintf(out, "# unavailable: %s\n", m->notes[i]);
+}
+
+/* Devices every docker/podman container gets without --device. */
+static bool docker_default_device(const char *name)
+{
+	static const char *const defaults[] = {
+		"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+		"/dev/urandom", "/dev/tty", "/dev/console", "/dev/ptmx",
+		"char-pts",
+	};
+
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+		if (!strcmp(name, defaults[i]))
+			return true;
+	return false;
+}
+
+static void report_docker(FILE *out, const struct hw_marks *m, int margin)
+{
+	char val[48], buf[160], flags[48][1024];
+	int n = 0;
+
+	fprintf(out, "# highwater: docker/podman run flags for: %s\n", m->command);
+	fprintf(out, "# Measured: %s. Margin %d%%.\n",
+		run_summary(m, buf, sizeof(buf)), margin);
+	for (int i = 0; i < HW_NLIMITS; i++) {
+		struct advice a = limit_advice(m, i, margin);
+
+		if (hw_limits[i].kind == HW_UNTRACKED)
+			continue;
+		if (i == 9 && a.emit) {	/* docker has no "as" ulimit */
+			a.emit = false;
+			a.why = "docker has no --ulimit for it; use --memory";
+		}
+		if (a.emit) {
+			snprintf(flags[n++], sizeof(flags[0]),
+				 "--ulimit %s=%" PRIu64 ":%" PRIu64,
+				 hw_limits[i].key, a.value, a.value);
+		} else if (m->lim[i].have_peak) {
+			fprintf(out, "# --ulimit %s: not set: %s\n",
+				hw_limits[i].key, a.why);
+		}
+	}
+	if (m->have_pids_peak)
+		snprintf(flags[n++], sizeof(flags[0]), "--pids-limit=%" PRIu64,
+			 hw_recommend(HW_COUNT, m->pids_peak, margin));
+	if (m->have_memory_peak) {
+		struct memory_advice ma = memory_advice(m, margin);
+
+		hw_format_bytes(ma.max, val, sizeof(val));
+		fprintf(out, "# --memory is memory.peak plus the margin (page cache included)\n");
+		snprintf(flags[n++], sizeof(flags[0]), "--memory=%s", val);
+		if (ma.high) {
+			hw_format_bytes(ma.high, val, sizeof(val));
+			snprintf(flags[n++], sizeof(flags[0]),
+				 "--memory-reservation=%s", val);
+		}
+	}
+	if (m->have_cap_used) {
+		int len = snprintf(flags[n], sizeof(flags[0]), "--cap-drop=ALL");
+
+		for (int c = 0; c <= HW_CAP_LAST; c++)
+			if (m->cap_used & (1ULL << c))
+				len += snprintf(flags[n] + len, sizeof(flags[0]) - len,
+						" --cap-add=%s", hw_cap_name(c) + 4);
+		n++;
+	}
+	if (m->have_devices) {
+		for (int i = 0; i < m->ndevices && n < 40; i++) {
+			char name[256], acc[4], line[64];
+			const struct hw_device *d = &m->devices[i];
+
+			access_str(d->access, acc);
+			if (!hw_device_name(d, name, sizeof(name)) &&
+			    docker_default_device(name))
+				continue;
+			if (name[0] == '/')
+				snprintf(flags[n++], sizeof(flags[0]),
+					 "--device=%s:%s:%s", name, name, acc);
+			else {
+				devices_list_line(d, line, sizeof(line));
+				snprintf(flags[n++], sizeof(flags[0]),
+					 "--device-cgroup-rule='%s'", line);
+			}
+		}
+		fprintf(out, "# Devices every container has (/dev/null, /dev/zero, ...) need no flag.\n");
+	}
+	for (int i = 0; i < m->nnotes; i++)
+		fprintf(out, "# unavailable: %s\n", m->notes[i]);
+	for (int i = 0; i < n; i++)
+		fprintf(out, "%s%s\n", flags[i], i < n - 1 ? " \\" : "");
+}
+
+void hw_report(FILE *out, const struct hw_marks *m, enum hw_format f,
+	       int margin)
+{
+	switch (f) {
+	case HW_TEXT:
+		report_text(out, m, margin);
+		break;
+	case HW_JSON:
+		report_json(out, m);
+		break;
+	case HW_SYSTEMD:
+		report_systemd(out, m, margin);
+		break;
+	case HW_DOCKER:
+		report_docker(out, m, margin);
+		break;
+	}
+}

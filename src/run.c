@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * highwater run: CMD in a fresh cgroup v2 leaf, highwater as its child
+ * subreaper, until CMD and every descendant are gone.  Each process's marks
+ * are read while it is a zombie (waitid WNOWAIT), before it is reaped; the
+ * cgroup's before it is removed.  The cgroup goes on every path.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hw.h"
+
+struct cg {
+	char mount[256];
+	char parent[768];	/* absolute directory */
+	char leaf[1024];	/* absolute directory, "" when none */
+	bool enabled_pids, enabled_memory;	/* to undo in the parent */
+};
+
+static int write_file(const char *dir, const char *file, const char *text)
+{
+	char path[1200];
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Our own cgroup v2 path, from /proc/self/cgroup ("0::/user.slice/..."). */
+static int own_cgroup(char *buf, size_t size)
+{
+	char text[4096], *p;
+	int r = hw_read_file("/proc/self/cgroup", text, sizeof(text));
+
+	if (r < 0)
+		return r;
+	p = strstr(text, "0::");
+	if (!p || (p != text && p[-1] != '\n'))
+		return -ENOENT;
+	p += 3;
+	p[strcspn(p, "\n")] = '\0';
+	snprintf(buf, size, "%s", p);
+	return 0;
+}
+
+/* Enable @ctrl for the parent's children; note why not, if it fails. */
+static bool enable_controller(struct cg *cg, const char *ctrl,
+			      struct hw_marks *m)
+{
+	char buf[512], plus[32];
+	int r;
+
+	if (hw_read_file(strcat(strcpy(buf, cg->parent), "/cgroup.subtree_control"),
+			 buf, sizeof(buf)) >= 0) {
+		for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+			if (!strcmp(t, ctrl))
+				return false;	/* already on: nothing to undo */
+	}
+	snprintf(plus, sizeof(plus), "+%s", ctrl);
+	r = write_file(cg->parent, "cgroup.subtree_control", plus);
+	if (!r)
+		return true;
+	if (r == -EBUSY)
+		hw_note(m, "%s peak: cannot enable the %s controller under %s: it has processes of its own (use --cgroup-parent)",
+			ctrl[0] == 'p' ? "task" : "memory", ctrl, cg->parent);
+	else if (r == -ENOENT || r == -EINVAL)
+		hw_note(m, "%s peak: the %s controller is not available under %s",
+			ctrl[0] == 'p' ? "task" : "memory", ctrl, cg->parent);
+	else
+		hw_note(m, "%s peak: cannot enable the %s controller under %s: %s",
+			ctrl[0] == 'p' ? "task" : "memory", ctrl, cg->parent,
+			strerror(-r));
+	return false;
+}
+
+/*
+ * Make the leaf.  On failure the run goes on without cgroup marks, and the
+ * notes say why and what to do.
+ */
+static void cgroup_setup(struct cg *cg, const char *parent, struct hw_marks *m)
+{
+	char own[512];
+	int r;
+
+	cg->leaf[0] = '\0';
+	r = hw_cgroup2_mount(cg->mount, sizeof(cg->mount));
+	if (r) {
+		hw_note(m, "cgroup marks (tasks, memory, devices): no cgroup2 file system is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
+		hw_warn("no cgroup2 mount: running without cgroup marks");
+		return;
+	}
+	if (parent) {
+		if (parent[0] == '/' && !strncmp(parent, cg->mount, strlen(cg->mount)))
+			snprintf(cg->parent, sizeof(cg->parent), "%s", parent);
+		else
+			snprintf(cg->parent, sizeof(cg->parent), "%s/%s", cg->mount,
+				 parent[0] == '/' ? parent + 1 : parent);
+	} else {
+		if (own_cgroup(own, sizeof(own))) {
+			hw_note(m, "cgroup marks: highwater's own cgroup is not on cgroup v2 (give --cgroup-parent)");
+			return;
+		}
+		snprintf(cg->parent, sizeof(cg->parent), "%s%s", cg->mount,
+			 strcmp(own, "/") ? own : "");
+	}
+	snprintf(cg->leaf, sizeof(cg->leaf), "%s/highwater-%d", cg->parent,
+		 (int)getpid());
+	if (mkdir(cg->leaf, 0755)) {
+		r = errno;
+		hw_note(m, "cgroup marks (tasks, memory, devices): cannot create %s: %s", cg->leaf,
+			strerror(r));
+		hw_warn("cannot create the cgroup %s: %s; running without cgroup marks (%s)",
+			cg->leaf, strerror(r),
+			r == EACCES || r == EPERM || r == EROFS ?
+			"run as root, or give a cgroup you may write with --cgroup-parent, e.g. under systemd-run --user -p Delegate=yes --scope" :
+			"check --cgroup-parent");
+		cg->leaf[0] = '\0';
+		return;
+	}
+	cg->enabled_pids = enable_controller(cg, "pids", m);
+	cg->enabled_memory = enable_controller(cg, "memory", m);
+	snprintf(m->cgroup, sizeof(m->cgroup), "%s", cg->leaf + strlen(cg->mount));
+}
+
+/* Remove the leaf (now empty) and undo what was enabled in the parent. */
+static void cgroup_cleanup(struct cg *cg)
+{
+	if (!cg->leaf[0])
+		return;
+	for (int i = 0; rmdir(cg->leaf) && errno == EBUSY && i < 200; i++)
+		usleep(5000);	/* the last exits are still being accounted */
+	if (access(cg->leaf, F_OK) == 0)
+		hw_warn("could not remove the cgroup %s: %s", cg->leaf, strerror(errno));
+	if (cg->enabled_memory)
+		write_file(cg->parent, "cgroup.subtree_control", "-memory");
+	if (cg->enabled_pids)
+		write_file(cg->parent, "cgroup.subtree_control", "-pids");
+	cg->leaf[0] = '\0';
+}
+
+/* Signal every process that has highwater as an ancestor (no cgroup). */
+static void signal_descendants(int sig)
+{
+	static pid_t ppid[1 << 22];	/* pid_max is at most 4194304 */
+	char path[64], buf[512];
+	pid_t self = getpid(), pids[4096];
+	int n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) && n < 4096) {
+		pid_t pid = atoi(de->d_name);
+		char *p;
+
+		if (pid <= 0 || pid >= (1 << 22))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		if (hw_read_file(path, buf, sizeof(buf)) < 0)
+			continue;
+		p = strrchr(buf, ')');	/* the name may hold anything */
+		if (!p || sscanf(p + 2, "%*c %d", &ppid[pid]) != 1)
+			continue;
+		pids[n++] = pid;
+	}
+	closedir(d);
+	for (int i = 0; i < n; i++)
+		for (pid_t a = ppid[pids[i]], hops = 0; a > 0 && hops < 64; hops++) {
+			if (a == self) {
+				kill(pids[i], sig);
+				break;
+			}
+			a = a < (1 << 22) ? ppid[a] : 0;
+		}
+}
+
+/*
+ * Signal the workload: CMD while it lives, and for SIGKILL everything in
+ * its cgroup (cgroup.kill), or without a cgroup every descendant.
+ */
+static void signal_workload(struct cg *cg, pid_t cmd, bool cmd_alive, int sig)
+{
+	if (sig != SIGKILL) {
+		if (cmd_alive)
+			kill(cmd, sig);
+		return;
+	}
+	if (cg->leaf[0] && !write_file(cg->leaf, "cgroup.kill", "1"))
+		return;
+	if (cmd_alive)
+		kill(cmd, sig);
+	signal_descendants(sig);
+}
+
+static void command_line(char **argv, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; argv[i] && n < size; i++) {
+		bool plain = argv[i][0] && !argv[i][strcspn(argv[i], " \t\n'\"\\$`*?;&|<>()")];
+
+		n += snprintf(buf + n, size - n, plain ? "%s%s" : "%s'%s'",
+			      i ? " " : "", argv[i]);
+	}
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* What the child tells the parent through the close-on-exec pipe. */
+struct child_error {
+	int stage;		/* 1: joining the cgroup, 2: exec */
+	int err;
+};
+
+static void child(char **argv, const struct cg *cg, const sigset_t *old,
+		  int fd)
+{
+	struct child_error ce = { 1, 0 };
+
+	sigprocmask(SIG_SETMASK, old, NULL);
+	if (cg->leaf[0]) {
+		ce.err = -write_file(cg->leaf, "cgroup.procs", "0");
+		if (ce.err) {
+			if (write(fd, &ce, sizeof(ce)) < 0)
+				_exit(HW_EX_SOFTWARE);
+			_exit(HW_EX_SOFTWARE);
+		}
+	}
+	execvp(argv[0], argv);
+	ce.stage = 2;
+	ce.err = errno;
+	if (write(fd, &ce, sizeof(ce)) < 0)
+		_exit(HW_EX_SOFTWARE);
+	_exit(errno == ENOENT ? HW_EX_NOT_FOUND : HW_EX_CANNOT_RUN);
+}
+
+int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
+{
+	struct cg cg = { 0 };
+	struct child_error ce = { 0 };
+	sigset_t set, old;
+	int pipefd[2], status = 0, code;
+	bool cmd_done = false, killed = false;
+	double start, deadline;
+	pid_t cmd;
+
+	command_line(argv, m->command, sizeof(m->command));
+	cgroup_setup(&cg, o->cgroup_parent, m);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1)) {
+		hw_warn("cannot become child subreaper: %s", strerror(errno));
+		cgroup_cleanup(&cg);
+		return HW_EX_SOFTWARE;
+	}
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, &old);
+
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		hw_warn("pipe: %s", strerror(errno));
+		cgroup_cleanup(&cg);
+		return HW_EX_SOFTWARE;
+	}
+	start = now();
+	deadline = o->timeout > 0 ? start + o->timeout : 0;
+	cmd = fork();
+	if (cmd < 0) {
+		hw_warn("fork: %s", strerror(errno));
+		cgroup_cleanup(&cg);
+		return HW_EX_SOFTWARE;
+	}
+	if (cmd == 0)
+		child(argv, &cg, &old, pipefd[1]);
+	close(pipefd[1]);
+	if (read(pipefd[0], &ce, sizeof(ce)) != sizeof(ce))
+		ce.stage = 0;	/* EOF: exec succeeded */
+	close(pipefd[0]);
+
+	/* Reap everything: CMD, and whatever it left behind reparented to us. */
+	for (;;) {
+		siginfo_t si = { 0 };
+		struct timespec ts, *tsp = NULL;
+		struct rusage ru;
+		int sig, st;
+
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT)) {
+			if (errno == EINTR)
+				continue;
+			break;	/* ECHILD: every descendant is gone */
+		}
+		if (si.si_pid) {
+			bool top = si.si_pid == cmd;
+
+			if (hw_collect_process(si.si_pid, m, top) && top && !ce.stage)
+				hw_note(m, "could not read the marks of the command (pid %d)",
+					(int)si.si_pid);
+			if (wait4(si.si_pid, &st, 0, &ru) == si.si_pid) {
+				if ((uint64_t)ru.ru_maxrss * 1024 > m->maxrss)
+					m->maxrss = (uint64_t)ru.ru_maxrss * 1024;
+				if (top) {
+					status = st;
+					cmd_done = true;
+				}
+			}
+			continue;
+		}
+		if (deadline) {
+			double left = deadline - now();
+
+			if (left <= 0 && !killed) {
+				m->timed_out = true;
+				killed = true;
+			}
+			if (killed) {
+				/* Again, for what was forked meanwhile. */
+				signal_workload(&cg, cmd, !cmd_done, SIGKILL);
+				left = 0.1;
+			}
+			if (left > 0) {
+				ts.tv_sec = (time_t)left;
+				ts.tv_nsec = (long)((left - ts.tv_sec) * 1e9);
+				tsp = &ts;
+			}
+		}
+		sig = sigtimedwait(&set, &si, tsp);
+		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+			/* A terminal already signalled the whole foreground group. */
+			if (si.si_code != SI_KERNEL)
+				signal_workload(&cg, cmd, !cmd_done, sig);
+		}
+	}
+	m->seconds = now() - start;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+
+	if (cg.leaf[0] && hw_collect_cgroup(cg.leaf, m))
+		hw_note(m, "cgroup marks: could not read %s", cg.leaf);
+	cgroup_cleanup(&cg);
+
+	if (ce.stage == 1) {
+		hw_warn("cannot move the command into its cgroup: %s", strerror(ce.err));
+		return HW_EX_SOFTWARE;
+	}
+	if (ce.stage == 2) {
+		hw_warn("cannot run '%s': %s", argv[0], strerror(ce.err));
+		code = ce.err == ENOENT ? HW_EX_NOT_FOUND : HW_EX_CANNOT_RUN;
+	} else if (m->timed_out) {
+		code = HW_EX_TIMEOUT;
+	} else if (WIFEXITED(status)) {
+		code = WEXITSTATUS(status);
+	} else if (WIFSIGNALED(status)) {
+		code = 128 + WTERMSIG(status);
+	} else {
+		code = HW_EX_SOFTWARE;
+	}
+	m->exit_status = code;
+	return code;
+}

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The parsers, on fixture files taken from a guest running the series
+ * (*.series, memory.stat, devices.accessed) and from a mainline kernel
+ * (*.mainline), plus hand-made ones for the edges.
+ *
+ *   test-parse FIXTURE_DIR
+ */
+#include <string.h>
+
+#include "../tap.h"
+#include "hw.h"
+
+static const char *dir;
+
+static const char *fixture(const char *name)
+{
+	static char text[65536];
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (hw_read_file(path, text, sizeof(text)) < 0) {
+		tap_diag("cannot read %s", path);
+		text[0] = '\0';
+	}
+	return text;
+}
+
+static void limits_with_series(void)
+{
+	struct hw_marks m;
+	int nofile = hw_limit_index("nofile"), rss = hw_limit_index("rss");
+	int nice = hw_limit_index("nice"), stack = hw_limit_index("stack");
+
+	hw_marks_init(&m);
+	tap_ok(hw_parse_limits(fixture("limits_peak.series"), &m, true) == 0 &&
+	       m.have_limits_peak, "limits_peak of a patched kernel parses");
+	tap_ok(m.lim[nofile].have_peak && m.lim[nofile].peak == 4 &&
+	       m.lim[nofile].soft == 1024 && m.lim[nofile].hard == 4096,
+	       "Max open files: peak 4, soft 1024, hard 4096");
+	tap_ok(!m.lim[rss].have_peak && m.lim[rss].have_limit &&
+	       m.lim[rss].soft == HW_UNLIMITED,
+	       "Max resident set: '-' is no peak, 'unlimited' is HW_UNLIMITED");
+	tap_ok(m.lim[nice].have_peak && m.lim[nice].peak == 0 &&
+	       m.lim[nice].soft == 0,
+	       "Max nice priority: a row without units parses");
+	tap_ok(m.lim[stack].peak == 135168 && m.lim[stack].soft == 8388608,
+	       "Max stack size: bytes");
+}
+
+static void limits_mainline(void)
+{
+	struct hw_marks m;
+	int nofile = hw_limit_index("nofile");
+	bool any_peak = false;
+
+	hw_marks_init(&m);
+	tap_ok(hw_parse_limits(fixture("limits.mainline"), &m, true) == 0 &&
+	       !m.have_limits_peak, "/proc/PID/limits of mainline parses, without peaks");
+	for (int i = 0; i < HW_NLIMITS; i++)
+		any_peak |= m.lim[i].have_peak;
+	tap_ok(!any_peak && m.lim[nofile].have_limit,
+	       "mainline: limits known, no peak made up");
+}
+
+static void limits_maximum(void)
+{
+	struct hw_marks m;
+	int nofile = hw_limit_index("nofile"), memlock = hw_limit_index("memlock");
+
+	hw_marks_init(&m);
+	hw_parse_limits(fixture("limits_peak.over"), &m, true);
+	hw_parse_limits(fixture("limits_peak.series"), &m, false);
+	tap_ok(m.lim[nofile].peak == 257 && m.lim[nofile].soft == 256,
+	       "two processes: the larger peak, the top process's limit");
+	tap_ok(m.lim[memlock].peak == 65536, "Max locked memory: 65536");
+	hw_marks_init(&m);
+	tap_ok(hw_parse_limits("Name: not limits\n", &m, true) == -1,
+	       "a file that is not a limits table is refused");
+	tap_ok(hw_parse_limits("Limit                     Soft Limit           Hard Limit           Units     Peak\n"
+			       "Max open files            lots                 4096                 files     3\n",
+			       &m, true) == -1, "a bad number is refused");
+}
+
+static void status(void)
+{
+	struct hw_marks m;
+
+	hw_marks_init(&m);
+	tap_ok(hw_parse_status(fixture("status.series"), &m, true) == 0 &&
+	       m.have_cap_used && m.cap_used == 0,
+	       "status of a patched kernel: CapUsd 0 is known, and none");
+	tap_ok(m.vm_peak == 3052 * 1024 && m.vm_hwm == 1584 * 1024,
+	       "VmPeak and VmHWM in bytes");
+	hw_marks_init(&m);
+	tap_ok(hw_parse_status(fixture("status.mainline"), &m, true) == 0 &&
+	       !m.have_cap_used, "status of mainline: no CapUsd, none made up");
+	hw_marks_init(&m);
+	hw_parse_status(fixture("status.series-ambient"), &m, true);
+	tap_ok(m.cap_used == 1ULL << 10 && m.have_cap_amb &&
+	       m.cap_amb == 1ULL << 10 && m.have_uid && m.uid == 1000,
+	       "CapUsd, CapAmb and the real uid of the command");
+	hw_parse_status(fixture("status.series"), &m, false);
+	tap_ok(m.cap_used == 1ULL << 10 && m.uid == 1000,
+	       "another process: CapUsd is a union, uid stays the command's");
+}
+
+static void memory_stat(void)
+{
+	uint64_t v = 0;
+
+	tap_ok(hw_parse_memory_stat(fixture("memory.stat"), "file", &v) == 0 &&
+	       v == 1052672, "memory.stat: file 1052672");
+	tap_ok(hw_parse_memory_stat(fixture("memory.stat"), "anon", &v) == 0 &&
+	       v == 0, "memory.stat: anon 0 (the first line)");
+	tap_ok(hw_parse_memory_stat(fixture("memory.stat"), "fil", &v) == -1,
+	       "memory.stat: a key prefix is not a key");
+}
+
+static void devices(void)
+{
+	struct hw_marks m;
+
+	hw_marks_init(&m);
+	tap_ok(hw_parse_devices(fixture("devices.accessed"), &m) == 0 &&
+	       m.ndevices == 2 && m.devices[0].type == 'c' &&
+	       m.devices[0].major == 1 && m.devices[0].minor == 3 &&
+	       m.devices[0].access == (HW_ACC_READ | HW_ACC_WRITE) &&
+	       m.devices[1].minor == 5 && m.devices[1].access == HW_ACC_READ,
+	       "devices.accessed: c 1:3 rw, c 1:5 r");
+	hw_marks_init(&m);
+	tap_ok(hw_parse_devices(fixture("devices.accessed-widened"), &m) == 0 &&
+	       m.ndevices == 4 && m.devices[0].major == HW_ANY &&
+	       m.devices[0].access == HW_ACC_MKNOD &&
+	       m.devices[2].minor == HW_ANY && m.devices[3].type == 'b',
+	       "devices.accessed: wildcards and block devices");
+	hw_marks_init(&m);
+	tap_ok(hw_parse_devices("", &m) == 0 && m.have_devices && !m.ndevices,
+	       "an empty devices.accessed: known, and none");
+	tap_ok(hw_parse_devices("x 1:3 rw\n", &m) == -1 &&
+	       hw_parse_devices("c 1:3 rwx\n", &m) == -1 &&
+	       hw_parse_devices("c one:3 r\n", &m) == -1,
+	       "bad type, access letter or number is refused");
+	hw_marks_init(&m);
+	hw_parse_devices("c 1:3 r\n", &m);
+	hw_parse_devices("c 1:3 w\n", &m);
+	tap_ok(m.ndevices == 1 && m.devices[0].access == (HW_ACC_READ | HW_ACC_WRITE),
+	       "the same device twice: one entry, access letters joined");
+}
+
+static void numbers(void)
+{
+	uint64_t v;
+
+	tap_ok(hw_parse_u64("max\n", &v) == 0 && v == HW_UNLIMITED &&
+	       hw_parse_u64("41\n", &v) == 0 && v == 41 &&
+	       hw_parse_u64("-1", &v) == -1 && hw_parse_u64("4x", &v) == -1,
+	       "numbers: max, 41; -1 and 4x refused");
+	tap_ok(hw_cap_from_name("CAP_SYS_NICE") == 23 &&
+	       hw_cap_from_name("net_bind_service") == 10 &&
+	       hw_cap_from_name("CAP_NOPE") == -1 &&
+	       !strcmp(hw_cap_name(40), "CAP_CHECKPOINT_RESTORE"),
+	       "capability names both ways");
+}
+
+int main(int argc, char **argv)
+{
+	dir = argc > 1 ? argv[1] : "tests/fixtures";
+	tap_plan(26);
+	limits_with_series();
+	limits_mainline();
+	limits_maximum();
+	status();
+	memory_stat();
+	devices();
+	numbers();
+	return tap_exit();
+}

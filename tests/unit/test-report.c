@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Every output format, JSON read back, and merge, on marks shaped like a
+ * run of workloads/demo (with the series) and like a run on mainline.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tap.h"
+#include "hw.h"
+
+static char *render(const struct hw_marks *m, enum hw_format f, int margin)
+{
+	static char *buf;
+	size_t size;
+	FILE *out;
+
+	free(buf);
+	out = open_memstream(&buf, &size);
+	hw_report(out, m, f, margin);
+	fclose(out);
+	return buf;
+}
+
+/* Does @text hold @line as a whole line? */
+static int has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; (p = strstr(p, line)); p++)
+		if ((p == text || p[-1] == '\n') && (p[n] == '\n' || !p[n]))
+			return 1;
+	tap_diag("no line \"%s\" in:\n%s", line, text);
+	return 0;
+}
+
+static int lacks(const char *text, const char *s)
+{
+	if (strstr(text, s)) {
+		tap_diag("unexpected \"%s\" in:\n%s", s, text);
+		return 0;
+	}
+	return 1;
+}
+
+static void set_limit(struct hw_marks *m, const char *key, uint64_t peak,
+		      uint64_t soft)
+{
+	struct hw_limit *l = &m->lim[hw_limit_index(key)];
+
+	l->have_peak = l->have_limit = true;
+	l->peak = peak;
+	l->soft = soft;
+	l->hard = soft;
+}
+
+/* A run of workloads/demo as root on the patched kernel. */
+static void demo_marks(struct hw_marks *m)
+{
+	struct hw_device null = { 'c', 1, 3, HW_ACC_READ | HW_ACC_WRITE };
+	struct hw_device zero = { 'c', 1, 5, HW_ACC_READ };
+	struct hw_device odd = { 'c', 240, HW_ANY, HW_ACC_MKNOD };
+
+	hw_marks_init(m);
+	strcpy(m->command, "demo");
+	m->exit_status = 0;
+	m->seconds = 0.35;
+	m->processes = 1;
+	m->have_limits_peak = true;
+	for (int i = 0; i < HW_NLIMITS; i++)
+		if (hw_limits[i].kind != HW_UNTRACKED)
+			set_limit(m, hw_limits[i].key, 0, HW_UNLIMITED);
+	set_limit(m, "nofile", 203, 1024);
+	set_limit(m, "memlock", 65536, 8 << 20);
+	set_limit(m, "nice", 25, 0);
+	set_limit(m, "as", 35913728, HW_UNLIMITED);
+	set_limit(m, "fsize", 1048576, HW_UNLIMITED);
+	set_limit(m, "cpu", 1, HW_UNLIMITED);
+	m->have_cap_used = m->have_cap_amb = m->have_uid = true;
+	m->cap_used = 1ULL << 10 | 1ULL << 23;	/* NET_BIND_SERVICE, SYS_NICE */
+	m->uid = 0;
+	m->have_pids_peak = true;
+	m->pids_peak = 9;
+	m->have_memory_peak = m->have_memory_file = true;
+	m->memory_peak = 34000000;
+	m->memory_file = 20480;
+	m->maxrss = 34500000;
+	hw_parse_devices("", m);
+	hw_add_device(m, &null);
+	hw_add_device(m, &zero);
+	hw_add_device(m, &odd);
+}
+
+static void text_format(const struct hw_marks *m)
+{
+	char *t = render(m, HW_TEXT, 25);
+
+	tap_ok(strstr(t, "Max open files           203          1024         260") != NULL,
+	       "text: open files peak 203, limit 1024, recommended 260");
+	tap_ok(strstr(t, "Max nice priority        25           0            25             OVER the limit") != NULL &&
+	       strstr(t, "OVER: the run hit the limit") != NULL,
+	       "text: a peak over the soft limit is flagged and explained");
+	tap_ok(lacks(t, "Max core file size       0            unlimited    -  (*)         AT"),
+	       "text: a zero peak is never flagged");
+	tap_ok(has_line(t, "Capabilities used: CAP_NET_BIND_SERVICE CAP_SYS_NICE") &&
+	       strstr(t, "Devices accessed:  /dev/null rw, /dev/zero r") != NULL,
+	       "text: capability names and device paths");
+	tap_ok(strstr(t, "Tasks (pids.peak)        9            unlimited    12") != NULL &&
+	       strstr(t, "Memory (memory.peak)     32.4M        unlimited    41M") != NULL,
+	       "text: tasks and memory with their recommendations");
+}
+
+static void systemd_format(struct hw_marks *m)
+{
+	char *t = render(m, HW_SYSTEMD, 25);
+
+	tap_ok(has_line(t, "[Service]") && has_line(t, "LimitNOFILE=260") &&
+	       has_line(t, "LimitMEMLOCK=80K") && has_line(t, "LimitNICE=25") &&
+	       has_line(t, "LimitFSIZE=1280K"),
+	       "systemd: Limit*= lines with margin and units");
+	tap_ok(strstr(t, "# LimitAS=43M  (not set: systemd advises against LimitAS=; prefer MemoryMax=)") &&
+	       strstr(t, "# LimitCPU=") && strstr(t, "# LimitNPROC") &&
+	       lacks(t, "\nLimitAS=") && lacks(t, "\nLimitCPU="),
+	       "systemd: LimitAS, LimitCPU, LimitNPROC only as comments, with why");
+	tap_ok(has_line(t, "TasksMax=12") && has_line(t, "MemoryMax=41M") &&
+	       strstr(t, "includes page cache") != NULL,
+	       "systemd: TasksMax=, MemoryMax=, and how memory was decided");
+	tap_ok(has_line(t, "CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_SYS_NICE") &&
+	       lacks(t, "AmbientCapabilities="),
+	       "systemd: bounding set; no ambient capabilities for root");
+	tap_ok(has_line(t, "DevicePolicy=closed") && has_line(t, "DeviceAllow=/dev/null rw") &&
+	       has_line(t, "DeviceAllow=/dev/zero r"),
+	       "systemd: DevicePolicy=closed and DeviceAllow= by path");
+
+	m->uid = 1000;
+	m->cap_amb = 1ULL << 10;
+	t = render(m, HW_SYSTEMD, 25);
+	tap_ok(has_line(t, "AmbientCapabilities=CAP_NET_BIND_SERVICE"),
+	       "systemd: unprivileged with an ambient capability: AmbientCapabilities=");
+	m->uid = 0;
+	m->cap_amb = 0;
+	m->cap_used = 0;
+	t = render(m, HW_SYSTEMD, 25);
+	tap_ok(has_line(t, "CapabilityBoundingSet="),
+	       "systemd: no capability used: an empty bounding set");
+	m->cap_used = 1ULL << 10 | 1ULL << 23;
+	t = render(m, HW_SYSTEMD, 0);
+	tap_ok(has_line(t, "LimitNOFILE=210") && has_line(t, "TasksMax=9"),
+	       "systemd: --margin 0");
+}
+
+static void docker_format(const struct hw_marks *m)
+{
+	char *t = render(m, HW_DOCKER, 25);
+
+	tap_ok(has_line(t, "--ulimit nofile=260:260 \\") &&
+	       has_line(t, "--ulimit memlock=81920:81920 \\"),
+	       "docker: --ulimit in raw units, soft:hard");
+	tap_ok(has_line(t, "--pids-limit=12 \\") && has_line(t, "--memory=41M \\"),
+	       "docker: --pids-limit and --memory");
+	tap_ok(strstr(t, "--cap-drop=ALL --cap-add=NET_BIND_SERVICE --cap-add=SYS_NICE") != NULL,
+	       "docker: --cap-drop=ALL, then what was used");
+	tap_ok(has_line(t, "--device-cgroup-rule='c 240:* m'") &&
+	       lacks(t, "--device=/dev/null"),
+	       "docker: no flag for default devices, a cgroup rule where no node exists");
+	tap_ok(lacks(t, "--ulimit as=") && strstr(t, "# --ulimit as: not set") != NULL,
+	       "docker: no --ulimit as (docker has none)");
+}
+
+static void mainline(void)
+{
+	struct hw_marks m;
+	char *t;
+
+	hw_marks_init(&m);
+	strcpy(m.command, "true");
+	m.exit_status = 0;
+	hw_parse_limits("Limit                     Soft Limit           Hard Limit           Units     \n"
+			"Max open files            1024                 4096                 files     \n", &m, true);
+	hw_note(&m, "rlimit peaks: this kernel has no /proc/PID/limits_peak (it lacks the highwater series)");
+	m.have_memory_peak = true;
+	m.memory_peak = 1 << 20;
+	t = render(&m, HW_TEXT, 25);
+	tap_ok(strstr(t, "Max open files           n/a          1024         -") != NULL &&
+	       strstr(t, "unavailable: rlimit peaks: this kernel has no /proc/PID/limits_peak") != NULL,
+	       "mainline, text: n/a and why, never a number");
+	t = render(&m, HW_SYSTEMD, 25);
+	tap_ok(has_line(t, "# LimitNOFILE: not measured on this kernel") &&
+	       lacks(t, "\nLimitNOFILE=") && has_line(t, "MemoryMax=1280K") &&
+	       has_line(t, "# CapabilityBoundingSet: capabilities used were not measured") &&
+	       lacks(t, "DevicePolicy=closed"),
+	       "mainline, systemd: what was measured, comments for the rest");
+	t = render(&m, HW_JSON, 25);
+	tap_ok(strstr(t, "\"nofile\": {\"peak\": null, \"soft\": 1024, \"hard\": 4096}") &&
+	       strstr(t, "\"used\": null") && strstr(t, "\"devices\": null"),
+	       "mainline, json: null for what was not measured");
+}
+
+static void json_roundtrip(const struct hw_marks *m)
+{
+	struct hw_marks back;
+	char err[200];
+	char *t = render(m, HW_JSON, 25);
+	int ok;
+
+	ok = hw_json_read(t, &back, err, sizeof(err)) == 0;
+	if (!ok)
+		tap_diag("%s", err);
+	for (int i = 0; ok && i < HW_NLIMITS; i++) {
+		ok = back.lim[i].have_peak == m->lim[i].have_peak &&
+		     back.lim[i].peak == m->lim[i].peak &&
+		     back.lim[i].soft == m->lim[i].soft;
+		if (!ok)
+			tap_diag("%s differs", hw_limits[i].key);
+	}
+	ok = ok && back.cap_used == m->cap_used && back.pids_peak == m->pids_peak &&
+	     back.memory_peak == m->memory_peak && back.memory_file == m->memory_file &&
+	     back.ndevices == m->ndevices && back.devices[2].minor == HW_ANY &&
+	     back.exit_status == 0 && !strcmp(back.command, "demo");
+	tap_ok(ok, "json: everything read back as written");
+	tap_ok(!strcmp(render(&back, HW_JSON, 25), t),
+	       "json: read back and written again, byte for byte");
+}
+
+static void merge(const struct hw_marks *m)
+{
+	struct hw_marks a, b;
+	struct hw_device tty = { 'c', 5, 0, HW_ACC_READ };
+	char err[200];
+
+	a = *m;
+	b = *m;
+	b.lim[hw_limit_index("nofile")].peak = 500;
+	b.lim[hw_limit_index("memlock")].peak = 4096;
+	b.cap_used = 1ULL << 21;
+	b.pids_peak = 3;
+	b.memory_peak = 50000000;
+	hw_add_device(&b, &tty);
+	b.devices[0].access |= HW_ACC_MKNOD;
+	hw_merge_marks(&a, &b);
+	tap_ok(a.lim[hw_limit_index("nofile")].peak == 500 &&
+	       a.lim[hw_limit_index("memlock")].peak == 65536 &&
+	       a.pids_peak == 9 && a.memory_peak == 50000000,
+	       "merge: the maximum of each peak");
+	tap_ok(a.cap_used == (1ULL << 10 | 1ULL << 23 | 1ULL << 21) &&
+	       a.ndevices == 4 && a.devices[0].access == (HW_ACC_READ | HW_ACC_WRITE | HW_ACC_MKNOD),
+	       "merge: the union of capabilities and devices");
+	tap_ok(hw_json_read("{\"schema\": \"highwater/2\"}", &b, err, sizeof(err)) == -1 &&
+	       strstr(err, "highwater/2"), "json: another schema is refused, by name");
+	tap_ok(hw_json_read("{\"rlimits\": {}}", &b, err, sizeof(err)) == -1 &&
+	       hw_json_read("{\"schema\": \"highwater/1\", \"rlimits\": {\"nofile\": {\"peak\": -3}}}",
+			    &b, err, sizeof(err)) == -1 &&
+	       hw_json_read("not json", &b, err, sizeof(err)) == -1 &&
+	       hw_json_read("{\"schema\": \"highwater/1\"", &b, err, sizeof(err)) == -1,
+	       "json: no schema, a negative peak, not JSON, truncated: refused");
+	tap_ok(hw_json_read("{\"schema\": \"highwater/1\", \"future\": [1, {\"x\": null}]}",
+			    &b, err, sizeof(err)) == 0,
+	       "json: unknown members are skipped");
+}
+
+int main(void)
+{
+	struct hw_marks m;
+
+	tap_plan(28);
+	demo_marks(&m);
+	text_format(&m);
+	docker_format(&m);
+	json_roundtrip(&m);
+	merge(&m);
+	systemd_format(&m);
+	mainline();
+	return tap_exit();
+}
