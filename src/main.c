@@ -282,7 +282,7 @@ int main(int argc, char **argv)
 
 	/* Open the output first: a bad path must fail before anything runs. */
 	if (output) {
-		out = fopen(output, "w");
+		out = fopen(output, "we");	/* not inherited by CMD */
 		if (!out) {
 			hw_warn("cannot write %s: %s", output, strerror(errno));
 			return errno_exit(errno);

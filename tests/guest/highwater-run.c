@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * highwater run, end to end in the guest: every peak it reports for the
+ * demo workload against the truth the workload prints, a daemon that
+ * outlives its parent, exit statuses, --timeout and signals leaving nothing
+ * behind, and the systemd output through systemd's own parser.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "tap.h"
+#include "spawn.h"
+#include "hw.h"
+
+static char out[65536], err[65536], report[65536];
+static const char *report_path = "/tmp/highwater-run.json";
+
+/* highwater run -f json -o REPORT_PATH ARGS... ; the parsed report in m */
+static int hw_json_run(struct hw_marks *m, char *const cmd[])
+{
+	char *argv[32] = { (char *)built("highwater"), "run", "-f", "json", "-o",
+			   (char *)report_path, "--" };
+	char msg[200];
+	int i = 7, status;
+
+	for (int j = 0; cmd[j] && i < 31; j++)
+		argv[i++] = cmd[j];
+	argv[i] = NULL;
+	status = spawn_capture(argv, out, sizeof(out), err, sizeof(err));
+	if (hw_read_file(report_path, report, sizeof(report)) < 0 ||
+	    hw_json_read(report, m, msg, sizeof(msg))) {
+		tap_diag("no report: %s", err);
+		hw_marks_init(m);
+	}
+	return status;
+}
+
+/* No highwater-* cgroup left under the cgroup2 root. */
+static int no_cgroup_left(void)
+{
+	DIR *d = opendir("/sys/fs/cgroup");
+	struct dirent *de;
+	int left = 0;
+
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, "highwater-", 10)) {
+			tap_diag("left behind: /sys/fs/cgroup/%s", de->d_name);
+			left++;
+		}
+	if (d)
+		closedir(d);
+	return !left;
+}
+
+/* No process whose command line starts with @prefix. */
+static int no_process_left(const char *prefix)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	char path[300], cmd[256];
+	int left = 0, n;
+
+	while ((de = readdir(d))) {
+		if (atoi(de->d_name) <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		n = hw_read_file(path, cmd, sizeof(cmd));
+		for (int i = 0; i < n - 1; i++)
+			if (!cmd[i])
+				cmd[i] = ' ';
+		if (n > 0 && !strncmp(cmd, prefix, strlen(prefix))) {
+			tap_diag("left behind: pid %s: %s", de->d_name, cmd);
+			left++;
+		}
+	}
+	closedir(d);
+	return !left;
+}
+
+static int has_device(const struct hw_marks *m, char type, unsigned int major,
+		      unsigned int minor, unsigned int access)
+{
+	for (int i = 0; i < m->ndevices; i++)
+		if (m->devices[i].type == type && m->devices[i].major == major &&
+		    m->devices[i].minor == minor && m->devices[i].access == access)
+			return 1;
+	return 0;
+}
+
+#define PEAK(m, key) ((long long)(m).lim[hw_limit_index(key)].peak)
+
+static void demo(void)
+{
+	struct hw_marks m;
+	int status = hw_json_run(&m, (char *[]){ (char *)built("workloads/demo"), NULL });
+	long long nofile = key_value(out, "nofile"), tasks = key_value(out, "tasks");
+
+	tap_ok(status == 0 && m.exit_status == 0 && nofile > 0,
+	       "demo: ran, exit status 0 (status %#x; %s)", status, err);
+	tap_diag("truth: %s", strstr(out, "truth") ? strstr(out, "truth") : "-");
+	tap_ok(PEAK(m, "nofile") == nofile,
+	       "demo: open files peak %lld = the truth %lld", PEAK(m, "nofile"), nofile);
+	tap_ok(m.have_pids_peak && (long long)m.pids_peak == tasks,
+	       "demo: pids.peak %llu = the truth %lld", (unsigned long long)m.pids_peak, tasks);
+	tap_ok(m.have_memory_peak && (long long)m.memory_peak >= key_value(out, "memory_min") &&
+	       m.memory_peak < 2ULL * key_value(out, "memory_min"),
+	       "demo: memory.peak %llu within [%lld, twice that)",
+	       (unsigned long long)m.memory_peak, key_value(out, "memory_min"));
+	tap_ok(PEAK(m, "stack") >= key_value(out, "stack_min") &&
+	       PEAK(m, "stack") < key_value(out, "stack_min") + (256 << 10),
+	       "demo: stack peak %lld within 256K above %lld", PEAK(m, "stack"),
+	       key_value(out, "stack_min"));
+	tap_ok(PEAK(m, "fsize") == key_value(out, "fsize"),
+	       "demo: file size peak %lld = the truth %lld", PEAK(m, "fsize"),
+	       key_value(out, "fsize"));
+	tap_ok(PEAK(m, "memlock") == key_value(out, "memlock"),
+	       "demo: locked memory peak %lld = the truth %lld", PEAK(m, "memlock"),
+	       key_value(out, "memlock"));
+	tap_ok(PEAK(m, "msgqueue") >= key_value(out, "msgqueue_min") &&
+	       PEAK(m, "msgqueue") <= key_value(out, "msgqueue_min") + 1024,
+	       "demo: msgqueue peak %lld: the queue's %lld bytes plus its bookkeeping",
+	       PEAK(m, "msgqueue"), key_value(out, "msgqueue_min"));
+	tap_ok(PEAK(m, "nice") == key_value(out, "nice"),
+	       "demo: nice peak %lld = the truth %lld", PEAK(m, "nice"), key_value(out, "nice"));
+	tap_ok(m.have_cap_used && m.cap_used == (1ULL << 10 | 1ULL << 23),
+	       "demo: capabilities used are exactly NET_BIND_SERVICE and SYS_NICE (%#llx)",
+	       (unsigned long long)m.cap_used);
+	tap_ok(m.have_devices && m.ndevices == 2 &&
+	       has_device(&m, 'c', 1, 3, HW_ACC_READ | HW_ACC_WRITE) &&
+	       has_device(&m, 'c', 1, 5, HW_ACC_READ),
+	       "demo: devices accessed are exactly c 1:3 rw and c 1:5 r");
+	tap_ok(m.nnotes == 0, "demo: no mark unavailable on the patched kernel (%s)",
+	       m.nnotes ? m.notes[0] : "none");
+	tap_ok(no_cgroup_left(), "demo: the cgroup is removed");
+}
+
+static void daemon_outlives_parent(void)
+{
+	struct hw_marks m;
+	int status = hw_json_run(&m, (char *[]){ (char *)built("workloads/daemon"), NULL });
+	long long truth = key_value(out, "nofile");
+
+	tap_ok(status == 0 && truth > 0 && m.seconds >= 0.3,
+	       "daemon: highwater waited for the daemon (%.2f s, truth %lld)", m.seconds, truth);
+	tap_ok(PEAK(m, "nofile") == truth,
+	       "daemon: its open files peak %lld is in the report (truth %lld)",
+	       PEAK(m, "nofile"), truth);
+	tap_ok(m.pids_peak >= 2, "daemon: pids.peak %llu counts it",
+	       (unsigned long long)m.pids_peak);
+}
+
+static void exit_statuses(void)
+{
+	struct hw_marks m;
+	int status;
+
+	status = hw_json_run(&m, (char *[]){ "sh", "-c", "exit 7", NULL });
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 7 && m.exit_status == 7,
+	       "exit status 7 passed through");
+	status = hw_json_run(&m, (char *[]){ "sh", "-c", "kill -9 $$", NULL });
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 128 + 9,
+	       "killed by signal 9: 137");
+	status = spawn_capture((char *[]){ (char *)built("highwater"), "run", "--",
+					   "/nonexistent/cmd", NULL },
+			       out, sizeof(out), err, sizeof(err));
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 127 &&
+	       strstr(err, "cannot run '/nonexistent/cmd': No such file or directory"),
+	       "a command not found: 127 and why");
+	close(open("/tmp/highwater-noexec", O_CREAT | O_WRONLY, 0644));
+	status = spawn_capture((char *[]){ (char *)built("highwater"), "run", "--",
+					   "/tmp/highwater-noexec", NULL },
+			       out, sizeof(out), err, sizeof(err));
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 126 &&
+	       strstr(err, "Permission denied"), "a file that cannot run: 126 and why (%s)", err);
+	unlink("/tmp/highwater-noexec");
+	tap_ok(no_cgroup_left(), "no cgroup left after failed commands");
+}
+
+static void timeout_kills_everything(void)
+{
+	struct hw_marks m;
+	struct timespec t0, t1;
+	int status;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	status = spawn_capture((char *[]){ (char *)built("highwater"), "run", "-t", "1",
+					   "-f", "json", "-o", (char *)report_path, "--",
+					   "sh", "-c", "sleep 1001 & (sleep 1001 &) ; sleep 1001",
+					   NULL }, out, sizeof(out), err, sizeof(err));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	hw_read_file(report_path, report, sizeof(report));
+	hw_json_read(report, &m, err, sizeof(err));
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 124 && m.timed_out,
+	       "--timeout 1: status 124, the report says so");
+	tap_ok(t1.tv_sec - t0.tv_sec < 10, "--timeout 1: over in %ld s",
+	       (long)(t1.tv_sec - t0.tv_sec));
+	tap_ok(no_process_left("sleep 1001") && no_cgroup_left(),
+	       "--timeout: no process and no cgroup left behind");
+}
+
+static void signal_forwarded(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		execl(built("highwater"), "highwater", "run", "--", "sleep", "1002",
+		      (char *)NULL);
+		_exit(99);
+	}
+	usleep(500000);
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM &&
+	       no_process_left("sleep 1002") && no_cgroup_left(),
+	       "SIGTERM to highwater reaches the command (status %#x), nothing left", status);
+}
+
+/* systemd-analyze verify on a unit made of the systemd output */
+static int verify_unit(const char *dropin, char *complaints, size_t size)
+{
+	const char *unit = "/tmp/highwater-verify.service";
+	FILE *f = fopen(unit, "w");
+	int status;
+
+	fprintf(f, "[Unit]\nDescription=highwater output check\n[Service]\nExecStart=/bin/true\n%s", dropin);
+	fclose(f);
+	status = spawn_capture((char *[]){ "systemd-analyze", "verify", "--man=no",
+					   (char *)unit, NULL },
+			       out, sizeof(out), complaints, size);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && !strstr(complaints, unit);
+}
+
+static void systemd_accepts(void)
+{
+	char dropin[16384], complaints[8192];
+	int status;
+
+	if (access("/usr/bin/systemd-analyze", X_OK)) {
+		tap_ok(1, "# SKIP systemd-analyze is not installed");
+		tap_ok(1, "# SKIP systemd-analyze is not installed");
+		return;
+	}
+	tap_ok(!verify_unit("LimitBOGUS=3\n", complaints, sizeof(complaints)),
+	       "systemd-analyze verify refuses a bad key (the check can fail)");
+	status = spawn_capture((char *[]){ (char *)built("highwater"), "run", "-f", "systemd",
+					   "-o", "/tmp/highwater-dropin.conf", "--",
+					   (char *)built("workloads/demo"), "-q", NULL },
+			       out, sizeof(out), err, sizeof(err));
+	if (hw_read_file("/tmp/highwater-dropin.conf", dropin, sizeof(dropin)) < 0)
+		dropin[0] = '\0';
+	tap_ok(status == 0 && strstr(dropin, "LimitNOFILE=") &&
+	       verify_unit(dropin, complaints, sizeof(complaints)),
+	       "systemd-analyze verify accepts the drop-in%s%s",
+	       complaints[0] ? ": " : "", complaints);
+}
+
+int main(void)
+{
+	tap_plan(27);
+	demo();
+	daemon_outlives_parent();
+	exit_statuses();
+	timeout_kills_everything();
+	signal_forwarded();
+	systemd_accepts();
+	unlink(report_path);
+	return tap_exit();
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * For guest tests that run programs: where the built programs are, and
+ * running one with its output captured.
+ */
+#ifndef HW_SPAWN_H
+#define HW_SPAWN_H
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/*
+ * build/tests/guest/TEST -> build/NAME ("highwater") or
+ * build/tests/workloads/NAME ("workloads/demo").
+ */
+static inline const char *built(const char *name)
+{
+	static char paths[8][PATH_MAX];
+	static int next;
+	char exe[PATH_MAX - 64], *p = paths[next++ % 8];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	exe[n > 0 ? n : 0] = '\0';
+	*strrchr(exe, '/') = '\0';	/* build/tests/guest */
+	*strrchr(exe, '/') = '\0';	/* build/tests */
+	if (!strncmp(name, "workloads/", 10))
+		snprintf(p, PATH_MAX, "%s/%s", exe, name);
+	else
+		snprintf(p, PATH_MAX, "%s/../%s", exe, name);
+	return p;
+}
+
+/*
+ * Run argv; its stdout into out, stderr into err (both NUL-terminated,
+ * truncated to their sizes).  Returns the wait status, or -1.
+ */
+static inline int spawn_capture(char *const argv[], char *out, size_t outsize,
+				char *err, size_t errsize)
+{
+	int po[2], pe[2], status;
+	size_t no = 0, ne = 0;
+	pid_t pid;
+
+	if (pipe(po) || pipe(pe))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		close(po[1]);
+		close(pe[1]);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	for (int open_fds = 2; open_fds;) {
+		struct pollfd pfd[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
+
+		if (poll(pfd, 2, -1) < 0)
+			break;
+		for (int i = 0; i < 2; i++) {
+			char buf[4096], *dst = i ? err : out;
+			size_t *len = i ? &ne : &no, size = i ? errsize : outsize;
+			ssize_t n;
+
+			if (!(pfd[i].revents & (POLLIN | POLLHUP)) || pfd[i].fd < 0)
+				continue;
+			n = read(pfd[i].fd, buf, sizeof(buf));
+			if (n <= 0) {
+				close(i ? pe[0] : po[0]);
+				if (i)
+					pe[0] = -1;
+				else
+					po[0] = -1;
+				open_fds--;
+				continue;
+			}
+			if (*len + n >= size)
+				n = size - 1 - *len;
+			memcpy(dst + *len, buf, n);
+			*len += n;
+		}
+	}
+	out[no] = '\0';
+	err[ne] = '\0';
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+/* The integer after "KEY=" in text, or -1. */
+static inline long long key_value(const char *text, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), " %s=", key);
+	p = strstr(text, pat);
+	return p ? atoll(p + strlen(pat)) : -1;
+}
+
+#endif
