@@ -1,6 +1,7 @@
 # highwater: kernel high-water marks turned into limits.
 #
 #   make demo        the main job: build the patched kernel, boot it, profile a workload
+#                    with highwater run (CMD='prog args' to profile another, FORMAT=systemd)
 #   make test        the test command: kernel, kselftests, project tests, one boot
 #   make kernel      build/linux from kernel/patches, then build/guest.bzImage
 #   make tree        (re)create build/linux from Debian's source and kernel/patches
@@ -29,7 +30,7 @@ install: build/highwater
 	install -D -m 0644 highwater.1 $(DESTDIR)$(PREFIX)/share/man/man1/highwater.1
 
 demo:
-	vm/demo $(CMD)
+	HW_FORMAT=$(FORMAT) vm/demo $(CMD)
 
 test:
 	tests/run

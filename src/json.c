@@ -36,6 +36,18 @@ static int fail(struct parser *ps, const char *fmt, ...)
 	return -1;
 }
 
+/* Up to 20 characters at the parser, on one line, for messages. */
+static const char *near(const struct parser *ps)
+{
+	static char buf[24];
+	int n = 0;
+
+	for (const char *p = ps->p; *p && n < 20; p++)
+		buf[n++] = (unsigned char)*p < 0x20 ? ' ' : *p;
+	buf[n] = '\0';
+	return buf;
+}
+
 static void ws(struct parser *ps)
 {
 	while (isspace((unsigned char)*ps->p))
@@ -46,7 +58,7 @@ static int expect(struct parser *ps, char c)
 {
 	ws(ps);
 	if (*ps->p != c)
-		return fail(ps, "expected '%c' at \"%.20s\"", c, ps->p);
+		return fail(ps, "expected '%c' at \"%s\"", c, near(ps));
 	ps->p++;
 	return 0;
 }
@@ -114,7 +126,7 @@ static int value_u64(struct parser *ps, bool *have, uint64_t *v)
 		return 0;
 	}
 	if (!isdigit((unsigned char)*ps->p))
-		return fail(ps, "expected a number at \"%.20s\"", ps->p);
+		return fail(ps, "expected a number at \"%s\"", near(ps));
 	*v = strtoull(ps->p, &end, 10);
 	ps->p = end;
 	*have = true;
@@ -176,7 +188,7 @@ static int skip_value(struct parser *ps, int depth)
 		strtod(ps->p, (char **)&ps->p);
 		return 0;
 	}
-	return fail(ps, "unexpected \"%.20s\"", ps->p);
+	return fail(ps, "unexpected \"%s\"", near(ps));
 }
 
 /*

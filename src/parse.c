@@ -13,14 +13,14 @@
 
 #include "hw.h"
 
-#define NPROC_CAVEAT "systemd: counts every process of the user, and none for root; prefer TasksMax="
+#define NPROC_CAVEAT "it counts every process of the user (and none for root): prefer TasksMax= (docker: --pids-limit)"
 
 const struct hw_limit_info hw_limits[HW_NLIMITS] = {
 	{ "cpu", "Max cpu time", "LimitCPU", HW_COUNT,
 	  "CPU seconds grow with run time: the peak of one run is no limit" },
 	{ "fsize", "Max file size", "LimitFSIZE", HW_BYTES, NULL },
 	{ "data", "Max data size", "LimitDATA", HW_BYTES,
-	  "systemd advises against LimitDATA=; prefer MemoryMax=" },
+	  "systemd advises against it (mappings never touched count): prefer MemoryMax= (docker: --memory)" },
 	{ "stack", "Max stack size", "LimitSTACK", HW_BYTES,
 	  "glibc sizes new threads' stacks from it; set it only to raise it" },
 	{ "core", "Max core file size", "LimitCORE", HW_BYTES, NULL },
@@ -29,7 +29,7 @@ const struct hw_limit_info hw_limits[HW_NLIMITS] = {
 	{ "nofile", "Max open files", "LimitNOFILE", HW_COUNT, NULL },
 	{ "memlock", "Max locked memory", "LimitMEMLOCK", HW_BYTES, NULL },
 	{ "as", "Max address space", "LimitAS", HW_BYTES,
-	  "systemd advises against LimitAS=; prefer MemoryMax=" },
+	  "systemd advises against it (mappings never touched count): prefer MemoryMax= (docker: --memory)" },
 	{ "locks", "Max file locks", "LimitLOCKS", HW_UNTRACKED, NULL },
 	{ "sigpending", "Max pending signals", "LimitSIGPENDING", HW_COUNT,
 	  NULL },

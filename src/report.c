@@ -281,7 +281,8 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 	if (over)
 		fprintf(out, "OVER: the run hit the limit, or went past it with a capability (CAP_SYS_NICE, CAP_IPC_LOCK, root).\n");
 	if (m->have_memory_peak)
-		fprintf(out, "Memory: MemoryMax from memory.peak, which includes page cache; MemoryHigh from the rest.\n");
+		fprintf(out, "Memory: MemoryMax from memory.peak, which includes page cache%s.\n",
+			memory_advice(m, margin).high ? "; MemoryHigh from the part that is not cache" : "");
 	if (m->timed_out)
 		fprintf(out, "The run was stopped by --timeout: the peaks are those reached until then.\n");
 	for (int i = 0; i < m->nnotes; i++)
@@ -435,8 +436,9 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 		if (m->have_memory_file) {
 			human(m->memory_file, cache, sizeof(cache));
 			fprintf(out, "# memory.peak %s includes page cache (%s still charged at the end, memory.stat \"file\"):\n"
-				"# MemoryMax= is the peak plus the margin; MemoryHigh= the part that is not cache plus the margin.\n",
-				peak, cache);
+				"# MemoryMax= is the peak plus the margin; %s\n", peak, cache,
+				ma.high ? "MemoryHigh= the part that is not cache plus the margin." :
+				"MemoryHigh= is not set, the cache part being too small to matter.");
 		} else {
 			fprintf(out, "# MemoryMax= is memory.peak (%s) plus the margin.\n", peak);
 		}

@@ -119,7 +119,7 @@ static void systemd_format(struct hw_marks *m)
 	       has_line(t, "LimitMEMLOCK=80K") && has_line(t, "LimitNICE=25") &&
 	       has_line(t, "LimitFSIZE=1280K"),
 	       "systemd: Limit*= lines with margin and units");
-	tap_ok(strstr(t, "# LimitAS=43M  (not set: systemd advises against LimitAS=; prefer MemoryMax=)") &&
+	tap_ok(strstr(t, "# LimitAS=43M  (not set: systemd advises against it (mappings never touched count): prefer MemoryMax= (docker: --memory))") &&
 	       strstr(t, "# LimitCPU=") && strstr(t, "# LimitNPROC") &&
 	       lacks(t, "\nLimitAS=") && lacks(t, "\nLimitCPU="),
 	       "systemd: LimitAS, LimitCPU, LimitNPROC only as comments, with why");

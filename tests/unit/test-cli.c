@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The command line, on the host: help, every kind of bad input (one clear
+ * line, a distinct exit code, nothing left behind), and merge of two real
+ * reports taken from guest runs.  Nothing here runs a workload: run is
+ * tested in the guest (tests/guest/highwater-run.c).
+ *
+ *   test-cli FIXTURE_DIR      (build/highwater is FIXTURE_DIR/../../build/highwater)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "tap.h"
+#include "spawn.h"
+#include "hw.h"
+
+static char hw[PATH_MAX], out[65536], err[65536];
+static const char *dir;
+
+/* highwater ARGS...; its exit status (-1 if it did not exit) */
+static int hw_cmd(char *const args[])
+{
+	char *argv[16] = { hw };
+	int i = 1, status;
+
+	for (int j = 0; args[j] && i < 15; j++)
+		argv[i++] = args[j];
+	argv[i] = NULL;
+	status = spawn_capture(argv, out, sizeof(out), err, sizeof(err));
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Exactly one line on stderr, saying @what */
+static int one_line(const char *what)
+{
+	char *nl = strchr(err, '\n');
+
+	if (!nl || nl[1] || !strstr(err, what) || strncmp(err, "highwater: ", 11)) {
+		tap_diag("stderr: %s", err);
+		return 0;
+	}
+	return 1;
+}
+
+static char *fixture(const char *name)
+{
+	static char paths[4][PATH_MAX];
+	static int next;
+	char *p = paths[next++ % 4];
+
+	snprintf(p, PATH_MAX, "%s/%s", dir, name);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	const char *tmp = "/tmp/highwater-cli-test.out";
+	struct hw_marks m;
+	char text[65536], msg[200];
+
+	dir = argc > 1 ? argv[1] : "tests/fixtures";
+	snprintf(hw, sizeof(hw), "%s/../../build/highwater", dir);
+	tap_plan(17);
+
+	tap_ok(hw_cmd((char *[]){ "--help", NULL }) == 0 &&
+	       strstr(out, "usage: highwater run") && strstr(out, "--margin"),
+	       "--help: usage on stdout, status 0");
+	tap_ok(hw_cmd((char *[]){ NULL }) == HW_EX_USAGE && one_line("no command given"),
+	       "no command: 64");
+	tap_ok(hw_cmd((char *[]){ "frobnicate", NULL }) == HW_EX_USAGE &&
+	       one_line("unknown command 'frobnicate'"), "unknown command: 64");
+	tap_ok(hw_cmd((char *[]){ "run", "-f", "yaml", "--", "true", NULL }) == HW_EX_USAGE &&
+	       one_line("unknown format 'yaml': use text, json, systemd or docker"),
+	       "unknown format: 64, nothing run");
+	tap_ok(hw_cmd((char *[]){ "run", "-m", "lots", "--", "true", NULL }) == HW_EX_USAGE &&
+	       one_line("--margin takes a percentage from 0 to 1000, not 'lots'") &&
+	       hw_cmd((char *[]){ "show", "-m", "-5", "1", NULL }) == HW_EX_USAGE,
+	       "bad margin: 64");
+	tap_ok(hw_cmd((char *[]){ "run", "-t", "0", "--", "true", NULL }) == HW_EX_USAGE &&
+	       one_line("--timeout takes a positive number of seconds"),
+	       "bad timeout: 64");
+	tap_ok(hw_cmd((char *[]){ "show", "-t", "5", "1", NULL }) == HW_EX_USAGE &&
+	       one_line("--timeout is an option of run"), "run's option on show: 64");
+	tap_ok(hw_cmd((char *[]){ "run", NULL }) == HW_EX_USAGE &&
+	       one_line("run needs a command to run"), "run without a command: 64");
+	tap_ok(hw_cmd((char *[]){ "show", "12abc", NULL }) == HW_EX_USAGE &&
+	       one_line("'12abc' is not a process ID"), "show of a non-number: 64");
+	tap_ok(hw_cmd((char *[]){ "show", "999999999", NULL }) == HW_EX_NOINPUT &&
+	       one_line("no such process"), "show of a process that does not exist: 66");
+	tap_ok(hw_cmd((char *[]){ "merge", "/nonexistent.json", NULL }) == HW_EX_NOINPUT &&
+	       one_line("cannot read /nonexistent.json: No such file or directory"),
+	       "merge of a missing file: 66");
+	tap_ok(hw_cmd((char *[]){ "merge", fixture("memory.stat"), NULL }) == HW_EX_DATAERR &&
+	       one_line("is not a highwater/1 JSON report"),
+	       "merge of a file that is not a report: 65");
+	unlink(tmp);
+	tap_ok(hw_cmd((char *[]){ "merge", "-o", (char *)tmp, fixture("report-demo.json"),
+				  fixture("memory.stat"), NULL }) == HW_EX_DATAERR &&
+	       access(tmp, F_OK) && errno == ENOENT,
+	       "a failed merge leaves no half-written output file");
+	tap_ok(hw_cmd((char *[]){ "show", "-o", "/nonexistent/dir/out", "1", NULL }) == HW_EX_NOINPUT &&
+	       one_line("cannot write /nonexistent/dir/out"),
+	       "an output file that cannot be created: 66, before anything is read");
+
+	tap_ok(hw_cmd((char *[]){ "merge", "-f", "json", fixture("report-demo.json"),
+				  fixture("report-daemon.json"), NULL }) == 0 &&
+	       hw_json_read(out, &m, msg, sizeof(msg)) == 0 &&
+	       m.lim[hw_limit_index("nofile")].peak == 203 && m.pids_peak == 9 &&
+	       m.cap_used == (1ULL << 10 | 1ULL << 23) && m.ndevices == 2,
+	       "merge of the demo and daemon reports: the maximum of each mark");
+	tap_ok(hw_cmd((char *[]){ "merge", "-f", "systemd", "-m", "0",
+				  fixture("report-daemon.json"), fixture("report-demo.json"),
+				  NULL }) == 0 &&
+	       strstr(out, "\nLimitNOFILE=210\n") && strstr(out, "\nTasksMax=9\n") &&
+	       strstr(out, "# highwater: systemd drop-in for: merge of 2 reports"),
+	       "merge to systemd, margin 0: from the merged peaks");
+	hw_read_file(fixture("report-demo.json"), text, sizeof(text));
+	tap_ok(hw_cmd((char *[]){ "merge", "-f", "json", fixture("report-demo.json"), NULL }) == 0 &&
+	       strstr(out, "\"nofile\": {\"peak\": 203, \"soft\": 1024, \"hard\": 4096}") &&
+	       strstr(out, "\"devices\": [\"c 1:3 rw\", \"c 1:5 r\"]"),
+	       "merge of one report gives its marks back");
+	return tap_exit();
+}
