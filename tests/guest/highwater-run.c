@@ -224,6 +224,80 @@ static void signal_forwarded(void)
 	       "SIGTERM to highwater reaches the command (status %#x), nothing left", status);
 }
 
+/* highwater show PID: a live process holding a spike of descriptors */
+static void show_process(void)
+{
+	int ready[2], highest = -1, status;
+	struct hw_marks m;
+	char pidstr[16], msg[200];
+	pid_t pid;
+
+	if (pipe(ready))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		for (int i = 0; i < 50; i++) {
+			int fd = open("/dev/null", O_RDONLY);
+
+			if (fd > highest)
+				highest = fd;
+		}
+		if (write(ready[1], &highest, sizeof(highest)) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	if (read(ready[0], &highest, sizeof(highest)) != sizeof(highest))
+		highest = -2;
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	status = spawn_capture((char *[]){ (char *)built("highwater"), "show", "-f", "json",
+					   pidstr, NULL }, out, sizeof(out), err, sizeof(err));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	tap_ok(status == 0 && hw_json_read(out, &m, msg, sizeof(msg)) == 0 &&
+	       PEAK(m, "nofile") == highest + 1 && m.exit_status == -1 && m.vm_hwm > 0,
+	       "show PID: open files peak %lld = the truth %d, VmHWM %llu",
+	       PEAK(m, "nofile"), highest + 1, (unsigned long long)m.vm_hwm);
+}
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY), r;
+
+	if (fd < 0)
+		return -1;
+	r = write(fd, text, strlen(text)) < 0 ? -1 : 0;
+	close(fd);
+	return r;
+}
+
+/* highwater cgroup PATH: a cgroup the demo ran in, after it is gone */
+static void show_cgroup(void)
+{
+	const char *cg = "/sys/fs/cgroup/highwater-test-cgroup";
+	struct hw_marks m;
+	char msg[200];
+	int status;
+
+	write_file("/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory");
+	mkdir(cg, 0755);
+	spawn_capture((char *[]){ "sh", "-c", "echo $$ > /sys/fs/cgroup/highwater-test-cgroup/cgroup.procs && exec \"$0\" -q",
+				  (char *)built("workloads/demo"), NULL },
+		      out, sizeof(out), err, sizeof(err));
+	status = spawn_capture((char *[]){ (char *)built("highwater"), "cgroup", "-f", "json",
+					   "highwater-test-cgroup", NULL },
+			       out, sizeof(out), err, sizeof(err));
+	tap_ok(status == 0 && hw_json_read(out, &m, msg, sizeof(msg)) == 0 &&
+	       m.pids_peak == 9 && m.memory_peak >= 32 << 20 && m.ndevices == 2 &&
+	       has_device(&m, 'c', 1, 5, HW_ACC_READ) && m.processes == 0 &&
+	       hw_has_note(&m, "rlimit peaks and capabilities: no process is left"),
+	       "cgroup PATH: pids.peak %llu, memory.peak %llu, %d devices of the demo it ran; no process left to read",
+	       (unsigned long long)m.pids_peak, (unsigned long long)m.memory_peak, m.ndevices);
+	for (int i = 0; rmdir(cg) && errno == EBUSY && i < 200; i++)
+		usleep(5000);
+	write_file("/sys/fs/cgroup/cgroup.subtree_control", "-memory -pids");
+}
+
 /* systemd-analyze verify on a unit made of the systemd output */
 static int verify_unit(const char *dropin, char *complaints, size_t size)
 {
@@ -265,12 +339,14 @@ static void systemd_accepts(void)
 
 int main(void)
 {
-	tap_plan(27);
+	tap_plan(29);
 	demo();
 	daemon_outlives_parent();
 	exit_statuses();
 	timeout_kills_everything();
 	signal_forwarded();
+	show_process();
+	show_cgroup();
 	systemd_accepts();
 	unlink(report_path);
 	return tap_exit();

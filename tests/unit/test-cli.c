@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 
 	dir = argc > 1 ? argv[1] : "tests/fixtures";
 	snprintf(hw, sizeof(hw), "%s/../../build/highwater", dir);
-	tap_plan(17);
+	tap_plan(18);
 
 	tap_ok(hw_cmd((char *[]){ "--help", NULL }) == 0 &&
 	       strstr(out, "usage: highwater run") && strstr(out, "--margin"),
@@ -120,5 +120,21 @@ int main(int argc, char **argv)
 	       strstr(out, "\"nofile\": {\"peak\": 203, \"soft\": 1024, \"hard\": 4096}") &&
 	       strstr(out, "\"devices\": [\"c 1:3 rw\", \"c 1:5 r\"]"),
 	       "merge of one report gives its marks back");
+
+	/* This machine's own kernel, read-only: a mainline kernel on CI. */
+	{
+		char pid[16];
+		bool series = access("/proc/self/limits_peak", F_OK) == 0;
+
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		tap_ok(hw_cmd((char *[]){ "show", "-f", "json", pid, NULL }) == 0 &&
+		       hw_json_read(out, &m, msg, sizeof(msg)) == 0 && m.vm_hwm > 0 &&
+		       m.lim[hw_limit_index("nofile")].have_limit &&
+		       m.lim[hw_limit_index("nofile")].have_peak == series &&
+		       hw_has_note(&m, "rlimit peaks: this kernel has no /proc/PID/limits_peak") == !series,
+		       "show on this machine's kernel (%s the series): limits, VmHWM, %s",
+		       series ? "with" : "without",
+		       series ? "peaks" : "no peak made up, and the note why");
+	}
 	return tap_exit();
 }
