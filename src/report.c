@@ -166,6 +166,19 @@ static const char *run_summary(const struct hw_marks *m, char *buf, size_t size)
 	return buf;
 }
 
+/* One row of the text table, without trailing blanks. */
+static void row(FILE *out, const char *name, const char *peak,
+		const char *limit, const char *rec, const char *flag)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "%-24s %-12s %-12s %-14s %s",
+			 name, peak, limit, rec, flag);
+
+	while (n > 0 && line[n - 1] == ' ')
+		line[--n] = '\0';
+	fprintf(out, "%s\n", line);
+}
+
 static void report_text(FILE *out, const struct hw_marks *m, int margin)
 {
 	char peak[32], limit[32], rec[48], buf[160];
@@ -175,8 +188,8 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 		run_summary(m, buf, sizeof(buf)));
 	if (m->cgroup[0])
 		fprintf(out, "cgroup: %s\n", m->cgroup);
-	fprintf(out, "\n%-24s %-12s %-12s %-14s %s\n", "Resource", "Peak",
-		"Limit", "Recommended", "");
+	fprintf(out, "\n");
+	row(out, "Resource", "Peak", "Limit", "Recommended", "");
 	for (int i = 0; i < HW_NLIMITS; i++) {
 		const struct hw_limit *l = &m->lim[i];
 		struct advice a = limit_advice(m, i, margin);
@@ -209,8 +222,7 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 			else if (l->peak == l->soft)
 				flag = "AT the limit";
 		}
-		fprintf(out, "%-24s %-12s %-12s %-14s %s\n",
-			hw_limits[i].proc_name, peak, limit, rec, flag);
+		row(out, hw_limits[i].proc_name, peak, limit, rec, flag);
 	}
 
 	if (m->have_pids_peak) {
@@ -218,8 +230,7 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 		limit_value(6, m->pids_max, false, limit, sizeof(limit));
 		snprintf(rec, sizeof(rec), "%" PRIu64,
 			 hw_recommend(HW_COUNT, m->pids_peak, margin));
-		fprintf(out, "%-24s %-12s %-12s %-14s %s\n", "Tasks (pids.peak)",
-			peak, limit, rec,
+		row(out, "Tasks (pids.peak)", peak, limit, rec,
 			m->pids_max != HW_UNLIMITED && m->pids_peak >= m->pids_max ?
 			"AT the limit" : "");
 	}
@@ -229,30 +240,27 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 		human(m->memory_peak, peak, sizeof(peak));
 		human(m->memory_max, limit, sizeof(limit));
 		hw_format_bytes(ma.max, rec, sizeof(rec));
-		fprintf(out, "%-24s %-12s %-12s %-14s %s\n", "Memory (memory.peak)",
-			peak, limit, rec,
+		row(out, "Memory (memory.peak)", peak, limit, rec,
 			m->memory_max != HW_UNLIMITED && m->memory_peak >= m->memory_max ?
 			"AT the limit" : "");
 		if (m->have_memory_file) {
 			human(m->memory_file, peak, sizeof(peak));
-			fprintf(out, "%-24s %-12s %-12s %-14s\n",
-				"  page cache at the end", peak, "", "");
+			row(out, "  page cache at the end", peak, "", "", "");
 			if (ma.high) {
 				human(ma.not_cache, peak, sizeof(peak));
 				hw_format_bytes(ma.high, rec, sizeof(rec));
-				fprintf(out, "%-24s %-12s %-12s %-14s\n",
-					"  not cache (for High)", peak, "", rec);
+				row(out, "  not cache (for High)", peak, "", rec, "");
 			}
 		}
 	}
 	if (m->maxrss || m->vm_hwm) {
 		human(m->maxrss > m->vm_hwm ? m->maxrss : m->vm_hwm, peak,
 		      sizeof(peak));
-		fprintf(out, "%-24s %-12s\n", "Largest process RSS", peak);
+		row(out, "Largest process RSS", peak, "", "", "");
 	}
 	if (m->vm_peak) {
 		human(m->vm_peak, peak, sizeof(peak));
-		fprintf(out, "%-24s %-12s\n", "Largest VmPeak", peak);
+		row(out, "Largest VmPeak", peak, "", "", "");
 	}
 
 	fprintf(out, "\nCapabilities used: ");
