@@ -8,10 +8,11 @@
 #   make export      write build/linux's commits back to kernel/patches
 #   make checkpatch  checkpatch.pl --strict on every patch of the series
 #   make status      where build/linux stands against kernel/patches
+#   make bench       instructions per operation: unpatched, patched, kprobe/eBPF tracker
 #   make highwater   build the highwater command (build/highwater)
 #   make install     install it and its man page (PREFIX=/usr/local, DESTDIR)
 
-.PHONY: demo test kernel tree export checkpatch status clean highwater install
+.PHONY: demo test bench kernel tree export checkpatch status clean highwater install
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -34,6 +35,9 @@ demo:
 
 test:
 	tests/run
+
+bench:
+	bench/run
 
 kernel:
 	vm/tree sync

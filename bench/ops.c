@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ops: one microbenchmark per path the series hooks, run inside the guest.
+ *
+ *   ops [NAME...]
+ *
+ * Under QEMU's -icount shift=0,sleep=off the guest clock advances one
+ * nanosecond per guest instruction, so the CLOCK_MONOTONIC time of a loop,
+ * divided by its iterations, is the instructions per operation, the same
+ * from run to run.  Each line: "NAME INSTRUCTIONS_PER_OP".  Each benchmark
+ * runs a tenth of its iterations to warm up (first-touch costs, caches of
+ * the kernel), then the rest in ROUNDS rounds, of which the cheapest counts;
+ * an operation that fails ends the program with status 1.
+ *
+ * Runs as root, in a non-root cgroup v2 (the caller moves it there) so that
+ * the device check has a cgroup to record into.  Programs it runs come from
+ * $OPS_BIN (static builds of true, highwater and workloads/demo).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <mqueue.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ROUNDS 5
+#define DIE(what) do { fprintf(stderr, "ops: %s: %s\n", what, strerror(errno)); exit(1); } while (0)
+
+static char tmpfile_path[] = "/tmp/ops.XXXXXX";
+static int tmp_fd = -1;
+
+static void op_open_close(void)
+{
+	int fd = open(tmpfile_path, O_RDONLY);
+
+	if (fd < 0)
+		DIE("open");
+	close(fd);
+}
+
+static void op_dup2_high(void)
+{
+	if (dup2(0, 900) != 900)
+		DIE("dup2");
+	close(900);
+}
+
+static void op_pipe(void)
+{
+	int p[2];
+
+	if (pipe(p))
+		DIE("pipe");
+	close(p[0]);
+	close(p[1]);
+}
+
+static void op_socket(void)
+{
+	int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+	if (s < 0)
+		DIE("socket");
+	close(s);
+}
+
+static void op_fork_wait(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		DIE("fork");
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+}
+
+static void *thread_fn(void *arg)
+{
+	return arg;
+}
+
+static void op_thread(void)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, thread_fn, NULL))
+		DIE("pthread_create");
+	pthread_join(t, NULL);
+}
+
+static void op_mmap_munmap(void)
+{
+	void *p = mmap(NULL, 65536, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		DIE("mmap");
+	munmap(p, 65536);
+}
+
+static void op_brk(void)
+{
+	if (sbrk(65536) == (void *)-1)
+		DIE("sbrk");
+	sbrk(-65536);
+}
+
+static char lock_page[4096] __attribute__((aligned(4096)));
+
+static void op_mlock(void)
+{
+	if (mlock(lock_page, sizeof(lock_page)))
+		DIE("mlock");
+	munlock(lock_page, sizeof(lock_page));
+}
+
+static void op_write_extend(void)
+{
+	static off_t size;
+
+	if (write(tmp_fd, "x", 1) != 1)
+		DIE("write");
+	if (++size == 4096) {	/* keep the file small: truncate now and then */
+		ftruncate(tmp_fd, 0);
+		lseek(tmp_fd, 0, SEEK_SET);
+		size = 0;
+	}
+}
+
+static void op_ftruncate(void)
+{
+	if (ftruncate(tmp_fd, 8192))
+		DIE("ftruncate");
+	ftruncate(tmp_fd, 0);
+}
+
+/* Raising priority asks capable(CAP_SYS_NICE), which root passes. */
+static void op_setpriority(void)
+{
+	if (setpriority(PRIO_PROCESS, 0, -1))
+		DIE("setpriority -1");
+	setpriority(PRIO_PROCESS, 0, 0);
+}
+
+static void op_open_dev_null(void)
+{
+	int fd = open("/dev/null", O_RDONLY);
+
+	if (fd < 0)
+		DIE("open /dev/null");
+	close(fd);
+}
+
+static void op_sigqueue(void)
+{
+	union sigval v = { 0 };
+	siginfo_t si;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGRTMIN);
+	if (sigqueue(getpid(), SIGRTMIN, v))
+		DIE("sigqueue");
+	if (sigwaitinfo(&set, &si) != SIGRTMIN)
+		DIE("sigwaitinfo");
+}
+
+static void op_mq(void)
+{
+	struct mq_attr attr = { .mq_maxmsg = 4, .mq_msgsize = 64 };
+	mqd_t q = mq_open("/ops-bench", O_CREAT | O_RDWR, 0600, &attr);
+
+	if (q == (mqd_t)-1)
+		DIE("mq_open");
+	mq_close(q);
+	mq_unlink("/ops-bench");
+}
+
+static void op_sched_setscheduler(void)
+{
+	struct sched_param fifo = { .sched_priority = 1 }, other = { 0 };
+
+	if (sched_setscheduler(0, SCHED_FIFO, &fifo))
+		DIE("sched_setscheduler FIFO");
+	sched_setscheduler(0, SCHED_OTHER, &other);
+}
+
+static int __attribute__((noinline)) recurse(int depth)
+{
+	volatile char frame[1024];
+
+	frame[0] = depth;
+	return depth ? recurse(depth - 1) + frame[0] : 0;
+}
+
+/* A fresh process grows its main stack by 256 KiB, a page fault at a time. */
+static void op_stack_growth(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		DIE("fork");
+	if (pid == 0) {
+		recurse(256);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+}
+
+static void run_quiet(char *const argv[])
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		DIE("fork");
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid || status) {
+		errno = ECHILD;
+		DIE(argv[0]);
+	}
+}
+
+/*
+ * Programs run from tmpfs, static, so that no exec waits for the 9p host
+ * file system (under -icount an idle vCPU warps the clock to its next
+ * timer): $OPS_BIN holds true, highwater and demo, copied to /tmp/ops-bin.
+ */
+static char bin_true[] = "/tmp/ops-bin/true", bin_hw[] = "/tmp/ops-bin/highwater",
+	    bin_demo[] = "/tmp/ops-bin/demo";
+
+static void copy_programs(void)
+{
+	const char *from = getenv("OPS_BIN");
+	const char *names[] = { "true", "highwater", "demo" };
+	char src[4096], dst[4096], buf[65536];
+
+	if (!from)
+		return;
+	mkdir("/tmp/ops-bin", 0755);
+	for (int i = 0; i < 3; i++) {
+		int in, out;
+		ssize_t n;
+
+		snprintf(src, sizeof(src), "%s/%s", from, names[i]);
+		snprintf(dst, sizeof(dst), "/tmp/ops-bin/%s", names[i]);
+		in = open(src, O_RDONLY);
+		out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+		if (in < 0 || out < 0)
+			DIE(src);
+		while ((n = read(in, buf, sizeof(buf))) > 0)
+			if (write(out, buf, n) != n)
+				DIE(dst);
+		close(in);
+		close(out);
+	}
+}
+
+static void op_exec_true(void)
+{
+	run_quiet((char *[]){ bin_true, NULL });
+}
+
+/* highwater run -- true: what profiling a trivial program adds */
+static void op_highwater_true(void)
+{
+	run_quiet((char *[]){ bin_hw, "run", "-p", "/", "--", bin_true, NULL });
+}
+
+/* The whole-program workload: workloads/demo touches every hooked path. */
+static void op_demo(void)
+{
+	run_quiet((char *[]){ bin_demo, "-q", NULL });
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+	long iterations;
+	int rounds;	/* default ROUNDS; more where deferred work is lumpy */
+} ops[] = {
+	{ "open_close", op_open_close, 20000, 10 },
+	{ "dup2_high", op_dup2_high, 20000, 0 },
+	{ "pipe", op_pipe, 20000, 0 },
+	{ "socket", op_socket, 20000, 10 },
+	{ "fork_wait", op_fork_wait, 4000, 20 },
+	{ "thread_create_join", op_thread, 20000, 40 },
+	{ "mmap_munmap", op_mmap_munmap, 20000, 0 },
+	{ "brk_grow_shrink", op_brk, 20000, 0 },
+	{ "mlock_munlock", op_mlock, 20000, 0 },
+	{ "write_extend", op_write_extend, 20000, 0 },
+	{ "ftruncate", op_ftruncate, 20000, 0 },
+	{ "setpriority_cap", op_setpriority, 20000, 0 },
+	{ "open_dev_null", op_open_dev_null, 20000, 0 },
+	{ "sigqueue", op_sigqueue, 20000, 0 },
+	{ "mq_open_unlink", op_mq, 5000, 0 },
+	{ "sched_setscheduler", op_sched_setscheduler, 20000, 0 },
+	{ "stack_growth_256k", op_stack_growth, 2000, 10 },
+	{ "demo_workload", op_demo, 10, 0 },
+	{ "exec_true", op_exec_true, 1000, 10 },
+	{ "highwater_run_true", op_highwater_true, 100, 0 },
+};
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	sigset_t set;
+
+	copy_programs();
+	tmp_fd = mkstemp(tmpfile_path);
+	if (tmp_fd < 0)
+		DIE("mkstemp");
+	sigemptyset(&set);
+	sigaddset(&set, SIGRTMIN);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		long long t0, t1, best;
+		long n = ops[i].iterations;
+		int rounds = ops[i].rounds ? ops[i].rounds : ROUNDS;
+		bool wanted = argc < 2;
+
+		for (int a = 1; a < argc; a++)
+			wanted |= !strcmp(argv[a], ops[i].name);
+		if (!wanted)
+			continue;
+		for (long k = 0; k < n / 10 + 1; k++)
+			ops[i].fn();
+		/*
+		 * Rounds (ROUNDS by default), each after the deferred work of the one before
+		 * (RCU callbacks, kworkers) has finished (an idle vCPU costs no
+		 * instructions); the cheapest round is the figure, since
+		 * background work only ever adds to a round.
+		 */
+		best = 0;
+		for (int r = 0; r < rounds; r++) {
+			usleep(100000);
+			t0 = now_ns();
+			for (long k = 0; k < n / rounds; k++)
+				ops[i].fn();
+			t1 = now_ns();
+			if (!r || t1 - t0 < best)
+				best = t1 - t0;
+		}
+		printf("%s %.1f\n", ops[i].name, (double)best / (n / rounds));
+		fflush(stdout);
+	}
+	close(tmp_fd);
+	unlink(tmpfile_path);
+	return 0;
+}
