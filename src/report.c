@@ -45,6 +45,8 @@ static struct advice limit_advice(const struct hw_marks *m, int i, int margin)
 	a.value = hw_recommend(info->kind, l->peak, margin);
 	if (info->caveat) {
 		a.why = info->caveat;
+	} else if (i == 1 && l->peak == 0) {
+		a.why = "no file was written in this run; 0 would kill the first write with SIGXFSZ";
 	} else if (i == 4 && l->peak == 0) {
 		a.why = "no core dump in this run";
 	} else if (i == 15 && l->peak == 0) {

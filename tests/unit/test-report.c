@@ -148,6 +148,12 @@ static void systemd_format(struct hw_marks *m)
 	t = render(m, HW_SYSTEMD, 0);
 	tap_ok(has_line(t, "LimitNOFILE=210") && has_line(t, "TasksMax=9"),
 	       "systemd: --margin 0");
+	m->lim[hw_limit_index("fsize")].peak = 0;
+	t = render(m, HW_SYSTEMD, 25);
+	tap_ok(strstr(t, "# LimitFSIZE=0  (not set: no file was written in this run") &&
+	       lacks(t, "\nLimitFSIZE="),
+	       "systemd: no file written: no LimitFSIZE=0, which would kill the first write");
+	m->lim[hw_limit_index("fsize")].peak = 1048576;
 }
 
 static void docker_format(const struct hw_marks *m)
@@ -263,7 +269,7 @@ int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(28);
+	tap_plan(29);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
