@@ -104,6 +104,16 @@ static int cg_read(const char *dir, const char *file, char *buf, size_t size)
 	return hw_read_file(path, buf, size);
 }
 
+/* A number file of the cgroup ("max" too): 0, or -1 when absent or bad. */
+static int cg_read_u64(const char *dir, const char *file, uint64_t *val)
+{
+	char buf[64];
+
+	if (cg_read(dir, file, buf, sizeof(buf)) < 0)
+		return -1;
+	return hw_parse_u64(buf, val);
+}
+
 /*
  * The marks of the cgroup at @dir: pids.peak, memory.peak, the page cache
  * part of its memory (memory.stat "file"), the devices accessed, and the
@@ -112,34 +122,25 @@ static int cg_read(const char *dir, const char *file, char *buf, size_t size)
 int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 {
 	char buf[16384];
-	uint64_t v;
 	int r;
 
 	r = cg_read(dir, "cgroup.procs", buf, sizeof(buf));
 	if (r < 0)
 		return r;
 
-	if (cg_read(dir, "pids.peak", buf, sizeof(buf)) >= 0 &&
-	    !hw_parse_u64(buf, &v)) {
-		m->pids_peak = v;
+	if (!cg_read_u64(dir, "pids.peak", &m->pids_peak)) {
 		m->have_pids_peak = true;
-		if (cg_read(dir, "pids.max", buf, sizeof(buf)) >= 0)
-			hw_parse_u64(buf, &m->pids_max);
+		cg_read_u64(dir, "pids.max", &m->pids_max);
 	} else if (!hw_has_note(m, "task peak:")) {
 		hw_note(m, "task peak: no pids.peak (pids controller not enabled for the cgroup, or a kernel before 6.1)");
 	}
 
-	if (cg_read(dir, "memory.peak", buf, sizeof(buf)) >= 0 &&
-	    !hw_parse_u64(buf, &v)) {
-		m->memory_peak = v;
+	if (!cg_read_u64(dir, "memory.peak", &m->memory_peak)) {
 		m->have_memory_peak = true;
-		if (cg_read(dir, "memory.max", buf, sizeof(buf)) >= 0)
-			hw_parse_u64(buf, &m->memory_max);
+		cg_read_u64(dir, "memory.max", &m->memory_max);
 		if (cg_read(dir, "memory.stat", buf, sizeof(buf)) >= 0 &&
-		    !hw_parse_memory_stat(buf, "file", &v)) {
-			m->memory_file = v;
+		    !hw_parse_memory_stat(buf, "file", &m->memory_file))
 			m->have_memory_file = true;
-		}
 	} else if (!hw_has_note(m, "memory peak:")) {
 		hw_note(m, "memory peak: no memory.peak (memory controller not enabled for the cgroup, or a kernel before 5.19)");
 	}

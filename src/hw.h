@@ -46,6 +46,9 @@ struct hw_limit_info {
 	enum hw_kind kind;
 	/* Why the systemd/docker output comments the line out, if it does */
 	const char *caveat;
+	/* Why a peak of 0 is no limit to set (it would refuse the first use) */
+	const char *if_zero;
+	bool docker;		/* docker has --ulimit KEY */
 };
 
 extern const struct hw_limit_info hw_limits[HW_NLIMITS];

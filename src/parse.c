@@ -15,28 +15,37 @@
 
 #define NPROC_CAVEAT "it counts every process of the user (and none for root): prefer TasksMax= (docker: --pids-limit)"
 
+#define MEMORY_CAVEAT "systemd advises against it (mappings never touched count): prefer MemoryMax= (docker: --memory)"
+
 const struct hw_limit_info hw_limits[HW_NLIMITS] = {
 	{ "cpu", "Max cpu time", "LimitCPU", HW_COUNT,
-	  "CPU seconds grow with run time: the peak of one run is no limit" },
-	{ "fsize", "Max file size", "LimitFSIZE", HW_BYTES, NULL },
+	  .caveat = "CPU seconds grow with run time: the peak of one run is no limit",
+	  .docker = true },
+	{ "fsize", "Max file size", "LimitFSIZE", HW_BYTES,
+	  .if_zero = "no file was written in this run; 0 would kill the first write with SIGXFSZ",
+	  .docker = true },
 	{ "data", "Max data size", "LimitDATA", HW_BYTES,
-	  "systemd advises against it (mappings never touched count): prefer MemoryMax= (docker: --memory)" },
+	  .caveat = MEMORY_CAVEAT, .docker = true },
 	{ "stack", "Max stack size", "LimitSTACK", HW_BYTES,
-	  "glibc sizes new threads' stacks from it; set it only to raise it" },
-	{ "core", "Max core file size", "LimitCORE", HW_BYTES, NULL },
-	{ "rss", "Max resident set", "LimitRSS", HW_UNTRACKED, NULL },
-	{ "nproc", "Max processes", "LimitNPROC", HW_COUNT, NPROC_CAVEAT },
-	{ "nofile", "Max open files", "LimitNOFILE", HW_COUNT, NULL },
-	{ "memlock", "Max locked memory", "LimitMEMLOCK", HW_BYTES, NULL },
-	{ "as", "Max address space", "LimitAS", HW_BYTES,
-	  "systemd advises against it (mappings never touched count): prefer MemoryMax= (docker: --memory)" },
-	{ "locks", "Max file locks", "LimitLOCKS", HW_UNTRACKED, NULL },
+	  .caveat = "glibc sizes new threads' stacks from it; set it only to raise it",
+	  .docker = true },
+	{ "core", "Max core file size", "LimitCORE", HW_BYTES,
+	  .if_zero = "no core dump in this run", .docker = true },
+	{ "rss", "Max resident set", "LimitRSS", HW_UNTRACKED, .docker = false },
+	{ "nproc", "Max processes", "LimitNPROC", HW_COUNT,
+	  .caveat = NPROC_CAVEAT, .docker = true },
+	{ "nofile", "Max open files", "LimitNOFILE", HW_COUNT, .docker = true },
+	{ "memlock", "Max locked memory", "LimitMEMLOCK", HW_BYTES, .docker = true },
+	{ "as", "Max address space", "LimitAS", HW_BYTES, .caveat = MEMORY_CAVEAT },
+	{ "locks", "Max file locks", "LimitLOCKS", HW_UNTRACKED, .docker = false },
 	{ "sigpending", "Max pending signals", "LimitSIGPENDING", HW_COUNT,
-	  NULL },
-	{ "msgqueue", "Max msgqueue size", "LimitMSGQUEUE", HW_BYTES, NULL },
-	{ "nice", "Max nice priority", "LimitNICE", HW_EXACT, NULL },
-	{ "rtprio", "Max realtime priority", "LimitRTPRIO", HW_EXACT, NULL },
-	{ "rttime", "Max realtime timeout", "LimitRTTIME", HW_COUNT, NULL },
+	  .if_zero = "no signal was queued in this run; 0 would refuse queued realtime signals",
+	  .docker = true },
+	{ "msgqueue", "Max msgqueue size", "LimitMSGQUEUE", HW_BYTES, .docker = true },
+	{ "nice", "Max nice priority", "LimitNICE", HW_EXACT, .docker = true },
+	{ "rtprio", "Max realtime priority", "LimitRTPRIO", HW_EXACT, .docker = true },
+	{ "rttime", "Max realtime timeout", "LimitRTTIME", HW_COUNT,
+	  .if_zero = "no realtime thread in this run", .docker = true },
 };
 
 static const char *const cap_names[HW_CAP_LAST + 1] = {
@@ -215,25 +224,19 @@ int hw_parse_limits(const char *text, struct hw_marks *m, bool top)
 	return 0;
 }
 
-static int status_hex(const char *text, const char *key, uint64_t *val)
+/*
+ * The number after "@key" at the start of a line of /proc/PID/status, in
+ * @base: 1 found, 0 missing, -1 not a number.
+ */
+static int status_field(const char *text, const char *key, int base,
+			uint64_t *val)
 {
 	const char *p = strstr(text, key);
 	char *end;
 
 	if (!p || (p != text && p[-1] != '\n'))
 		return 0;
-	*val = strtoull(p + strlen(key), &end, 16);
-	return end == p + strlen(key) ? -1 : 1;
-}
-
-static int status_kb(const char *text, const char *key, uint64_t *val)
-{
-	const char *p = strstr(text, key);
-	char *end;
-
-	if (!p || (p != text && p[-1] != '\n'))
-		return 0;
-	*val = strtoull(p + strlen(key), &end, 10) * 1024;
+	*val = strtoull(p + strlen(key), &end, base);
 	return end == p + strlen(key) ? -1 : 1;
 }
 
@@ -248,7 +251,7 @@ int hw_parse_status(const char *text, struct hw_marks *m, bool top)
 
 	if (strncmp(text, "Name:", 5))
 		return -1;
-	r = status_hex(text, "CapUsd:\t", &v);
+	r = status_field(text, "CapUsd:\t", 16, &v);
 	if (r < 0)
 		return -1;
 	if (r) {
@@ -256,27 +259,27 @@ int hw_parse_status(const char *text, struct hw_marks *m, bool top)
 		m->have_cap_used = true;
 	}
 	if (top) {
-		r = status_hex(text, "CapAmb:\t", &v);
+		r = status_field(text, "CapAmb:\t", 16, &v);
 		if (r < 0)
 			return -1;
 		if (r) {
 			m->cap_amb = v;
 			m->have_cap_amb = true;
 		}
-		const char *uid = strstr(text, "\nUid:\t");
-
-		if (uid) {
-			m->uid = strtoul(uid + 6, NULL, 10);
+		if (status_field(text, "Uid:\t", 10, &v) > 0) {
+			m->uid = v;
 			m->have_uid = true;
 		}
 	}
-	if (status_kb(text, "VmPeak:\t", &v) < 0)
-		return -1;
-	m->vm_peak = max_u64(m->vm_peak, v);
+	/* kB; a zombie has no memory map, and no Vm lines */
 	v = 0;
-	if (status_kb(text, "VmHWM:\t", &v) < 0)
+	if (status_field(text, "VmPeak:\t", 10, &v) < 0)
 		return -1;
-	m->vm_hwm = max_u64(m->vm_hwm, v);
+	m->vm_peak = max_u64(m->vm_peak, v * 1024);
+	v = 0;
+	if (status_field(text, "VmHWM:\t", 10, &v) < 0)
+		return -1;
+	m->vm_hwm = max_u64(m->vm_hwm, v * 1024);
 	return 0;
 }
 

@@ -43,19 +43,12 @@ static struct advice limit_advice(const struct hw_marks *m, int i, int margin)
 		return a;
 	}
 	a.value = hw_recommend(info->kind, l->peak, margin);
-	if (info->caveat) {
+	if (info->caveat)
 		a.why = info->caveat;
-	} else if (i == 1 && l->peak == 0) {
-		a.why = "no file was written in this run; 0 would kill the first write with SIGXFSZ";
-	} else if (i == 4 && l->peak == 0) {
-		a.why = "no core dump in this run";
-	} else if (i == 15 && l->peak == 0) {
-		a.why = "no realtime thread in this run";
-	} else if (i == 11 && l->peak == 0) {
-		a.why = "no signal was queued in this run; 0 would refuse queued realtime signals";
-	} else {
+	else if (info->if_zero && l->peak == 0)
+		a.why = info->if_zero;
+	else
 		a.emit = true;
-	}
 	return a;
 }
 
@@ -522,7 +515,7 @@ static void report_docker(FILE *out, const struct hw_marks *m, int margin)
 
 		if (hw_limits[i].kind == HW_UNTRACKED)
 			continue;
-		if (i == 9 && a.emit) {	/* docker has no "as" ulimit */
+		if (!hw_limits[i].docker && a.emit) {
 			a.emit = false;
 			a.why = "docker has no --ulimit for it; use --memory";
 		}

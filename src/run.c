@@ -66,11 +66,11 @@ static int own_cgroup(char *buf, size_t size)
 static bool enable_controller(struct cg *cg, const char *ctrl,
 			      struct hw_marks *m)
 {
-	char buf[512], plus[32];
+	char path[1024], buf[512], plus[32];
 	int r;
 
-	if (hw_read_file(strcat(strcpy(buf, cg->parent), "/cgroup.subtree_control"),
-			 buf, sizeof(buf)) >= 0) {
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", cg->parent);
+	if (hw_read_file(path, buf, sizeof(buf)) >= 0) {
 		for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
 			if (!strcmp(t, ctrl))
 				return false;	/* already on: nothing to undo */

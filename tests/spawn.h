@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * For guest tests that run programs: where the built programs are, and
- * running one with its output captured.
+ * For guest tests that run programs: where the built programs are, running
+ * one with its output captured, and writing cgroup files.
  */
 #ifndef HW_SPAWN_H
 #define HW_SPAWN_H
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +109,31 @@ static inline long long key_value(const char *text, const char *key)
 	snprintf(pat, sizeof(pat), " %s=", key);
 	p = strstr(text, pat);
 	return p ? atoll(p + strlen(pat)) : -1;
+}
+
+/* Write @text to the file @path (a cgroup file): 0 or -1. */
+static inline int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY), r;
+
+	if (fd < 0)
+		return -1;
+	r = write(fd, text, strlen(text)) < 0 ? -1 : 0;
+	close(fd);
+	return r;
+}
+
+/* rmdir a cgroup whose last task was just reaped (EBUSY for a moment). */
+static inline int remove_cgroup(const char *dir)
+{
+	for (int i = 0; rmdir(dir); i++) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno != EBUSY || i == 200)
+			return -1;
+		usleep(5000);
+	}
+	return 0;
 }
 
 #endif

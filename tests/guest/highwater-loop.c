@@ -65,27 +65,6 @@ static void setpriv_caps(const char *dropin, char *buf, size_t size)
 	}
 }
 
-static int write_cg(const char *file, const char *text)
-{
-	char path[256];
-	int fd, r;
-
-	snprintf(path, sizeof(path), "%s/%s", file[0] == '/' ? "" : CG, file);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	r = write(fd, text, strlen(text)) < 0 ? -1 : 0;
-	close(fd);
-	return r;
-}
-
-/* The last exit of a cgroup is accounted a moment after it is reaped. */
-static void remove_cg(void)
-{
-	for (int i = 0; rmdir(CG) && errno == EBUSY && i < 200; i++)
-		usleep(5000);
-}
-
 /* Run the demo under @l; its wait status, stderr in err. */
 static int run_limited(const struct limits *l)
 {
@@ -100,23 +79,23 @@ static int run_limited(const struct limits *l)
 	snprintf(a_fsize, sizeof(a_fsize), "--fsize=%" PRIu64, l->fsize);
 	snprintf(bset, sizeof(bset), "--bounding-set=%s", l->caps);
 
-	remove_cg();
+	remove_cgroup(CG);
 	if (mkdir(CG, 0755)) {
 		tap_diag("mkdir %s: %s", CG, strerror(errno));
 		return -1;
 	}
 	snprintf(num, sizeof(num), "%" PRIu64, l->tasks);
-	write_cg("pids.max", num);
+	write_file(CG "/pids.max", num);
 	snprintf(num, sizeof(num), "%" PRIu64, l->memory);
-	write_cg("memory.max", num);
-	write_cg("memory.swap.max", "0");
+	write_file(CG "/memory.max", num);
+	write_file(CG "/memory.swap.max", "0");
 	/* spawn_capture's child joins the cgroup through this shell */
 	status = spawn_capture((char *[]){ "sh", "-c",
 		"echo $$ > " CG "/cgroup.procs && exec \"$@\"", "sh",
 		"prlimit", a_nofile, a_memlock, a_msgq, a_nice, a_fsize,
 		"setpriv", bset, "--", (char *)built("workloads/demo"), "-q", NULL },
 		out, sizeof(out), err, sizeof(err));
-	remove_cg();
+	remove_cgroup(CG);
 	return status;
 }
 
@@ -141,7 +120,7 @@ int main(void)
 	int status;
 
 	tap_plan(11);
-	write_cg("/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory");
+	write_file("/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory");
 
 	status = spawn_capture((char *[]){ (char *)built("highwater"), "run", "-f", "systemd",
 		"-o", "/tmp/loop.conf", "--", (char *)built("workloads/demo"), "-q", NULL },
@@ -223,7 +202,7 @@ int main(void)
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	       "with CAP_SYS_NICE, a lower LimitNICE does not matter (as the OVER flag says)");
 
-	write_cg("/sys/fs/cgroup/cgroup.subtree_control", "-memory -pids");
+	write_file("/sys/fs/cgroup/cgroup.subtree_control", "-memory -pids");
 	unlink("/tmp/loop.conf");
 	unlink("/tmp/loop.json");
 	return tap_exit();

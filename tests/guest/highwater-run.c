@@ -260,17 +260,6 @@ static void show_process(void)
 	       PEAK(m, "nofile"), highest + 1, (unsigned long long)m.vm_hwm);
 }
 
-static int write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY), r;
-
-	if (fd < 0)
-		return -1;
-	r = write(fd, text, strlen(text)) < 0 ? -1 : 0;
-	close(fd);
-	return r;
-}
-
 /* highwater cgroup PATH: a cgroup the demo ran in, after it is gone */
 static void show_cgroup(void)
 {
@@ -293,8 +282,7 @@ static void show_cgroup(void)
 	       hw_has_note(&m, "rlimit peaks and capabilities: no process is left"),
 	       "cgroup PATH: pids.peak %llu, memory.peak %llu, %d devices of the demo it ran; no process left to read",
 	       (unsigned long long)m.pids_peak, (unsigned long long)m.memory_peak, m.ndevices);
-	for (int i = 0; rmdir(cg) && errno == EBUSY && i < 200; i++)
-		usleep(5000);
+	remove_cgroup(cg);
 	write_file("/sys/fs/cgroup/cgroup.subtree_control", "-memory -pids");
 }
 
