@@ -3,6 +3,9 @@
 #   make demo        the main job: build the patched kernel, boot it, profile a workload
 #                    with highwater run (CMD='prog args' to profile another, FORMAT=systemd)
 #   make test        the test command: kernel, kselftests, project tests, one boot
+#   make reliability the second test command (CI runs both): the suite on a debug
+#                    kernel, upstream selftests unpatched vs patched, builds of every
+#                    prefix and with options off, no new W=1 warning
 #   make kernel      build/linux from kernel/patches, then build/guest.bzImage
 #   make tree        (re)create build/linux from Debian's source and kernel/patches
 #   make export      write build/linux's commits back to kernel/patches
@@ -12,7 +15,7 @@
 #   make highwater   build the highwater command (build/highwater)
 #   make install     install it and its man page (PREFIX=/usr/local, DESTDIR)
 
-.PHONY: demo test bench kernel tree export checkpatch status clean highwater install
+.PHONY: demo test reliability bench kernel tree export checkpatch status clean highwater install
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -36,6 +39,9 @@ demo:
 test:
 	tests/run
 
+reliability:
+	tests/reliability
+
 bench:
 	bench/run
 
@@ -57,4 +63,4 @@ status:
 
 # Keeps build/linux (it may hold work not yet exported); removes build output.
 clean:
-	rm -rf build/kbuild build/tests build/vm build/workloads build/*.bzImage
+	rm -rf build/kbuild build/tests build/vm build/workloads build/reliability build/*.bzImage
