@@ -144,10 +144,28 @@ static int make_cgroup(char *path, size_t size, const char *name)
 	return mkdir(path, 0755);
 }
 
+/*
+ * ROUNDS fresh cgroups, each with accesses under @injector: every access
+ * succeeds, every file is a superset, every cgroup goes away.
+ */
+static int rounds_under(const char *injector)
+{
+	char cg[256], text[4096];
+	int ok = !aim(injector, 1);
+
+	for (int round = 0; ok && round < ROUNDS; round++)
+		ok = !make_cgroup(cg, sizeof(cg), "hw-fault-round") &&
+		     accesses_under_faults(cg) == 0 &&
+		     !read_accessed(cg, text, sizeof(text)) && superset(text) &&
+		     !remove_cgroup(cg);
+	aim(injector, 0);
+	return ok;
+}
+
 int main(void)
 {
 	char cg[256], text[4096];
-	int round, ok;
+	int ok;
 
 	if (access(DEBUGFS "/failslab/probability", W_OK) ||
 	    access(DEBUGFS "/fail_page_alloc/probability", W_OK)) {
@@ -169,27 +187,11 @@ int main(void)
 	remove_cgroup(cg);
 
 	/* Many cgroups, each refused: no crash, nothing left (kmemleak). */
-	ok = !aim("failslab", 1);
-	for (round = 0; ok && round < ROUNDS; round++) {
-		ok = !make_cgroup(cg, sizeof(cg), "hw-failslab-round") &&
-		     accesses_under_faults(cg) == 0 &&
-		     !read_accessed(cg, text, sizeof(text)) && superset(text) &&
-		     !remove_cgroup(cg);
-	}
-	aim("failslab", 0);
-	tap_ok(ok, "%d cgroups under failslab: accesses succeed, supersets",
-	       ROUNDS);
-
+	tap_ok(rounds_under("failslab"),
+	       "%d cgroups under failslab: accesses succeed, supersets", ROUNDS);
 	/* fail_page_alloc: pages for the table's slab are refused. */
-	ok = !aim("fail_page_alloc", 1);
-	for (round = 0; ok && round < ROUNDS; round++) {
-		ok = !make_cgroup(cg, sizeof(cg), "hw-failpage-round") &&
-		     accesses_under_faults(cg) == 0 &&
-		     !read_accessed(cg, text, sizeof(text)) && superset(text) &&
-		     !remove_cgroup(cg);
-	}
-	aim("fail_page_alloc", 0);
-	tap_ok(ok, "%d cgroups under fail_page_alloc: accesses succeed, supersets",
+	tap_ok(rounds_under("fail_page_alloc"),
+	       "%d cgroups under fail_page_alloc: accesses succeed, supersets",
 	       ROUNDS);
 
 	/* Without faults, the same accesses give the exact lines again. */
