@@ -2,15 +2,16 @@
 /*
  * ops: one microbenchmark per path the series hooks, run inside the guest.
  *
- *   ops [NAME...]
+ *   ops [-v] [NAME...]
  *
  * Under QEMU's -icount shift=0,sleep=off the guest clock advances one
  * nanosecond per guest instruction, so the CLOCK_MONOTONIC time of a loop,
  * divided by its iterations, is the instructions per operation, the same
  * from run to run.  Each line: "NAME INSTRUCTIONS_PER_OP".  Each benchmark
  * runs a tenth of its iterations to warm up (first-touch costs, caches of
- * the kernel), then the rest in ROUNDS rounds, of which the cheapest counts;
- * an operation that fails ends the program with status 1.
+ * the kernel), then the rest in ROUNDS rounds, of which the median counts
+ * (-v prints every round to stderr); an operation that fails ends the
+ * program with status 1.
  *
  * Runs as root, in a non-root cgroup v2 (the caller moves it there) so that
  * the device check has a cgroup to record into.  Programs it runs come from
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #define ROUNDS 5
+#define MAX_ROUNDS 200
 #define DIE(what) do { fprintf(stderr, "ops: %s: %s\n", what, strerror(errno)); exit(1); } while (0)
 
 static char tmpfile_path[] = "/tmp/ops.XXXXXX";
@@ -317,8 +319,29 @@ static const struct {
 	{ "stack_growth_256k", op_stack_growth, 2000, 10 },
 	{ "demo_workload", op_demo, 10, 0 },
 	{ "exec_true", op_exec_true, 1000, 20 },
-	{ "highwater_run_true", op_highwater_true, 100, 0 },
+	{ "highwater_run_true", op_highwater_true, 200, 10 },
 };
+
+/*
+ * Return just after a timer tick: CLOCK_MONOTONIC_COARSE, read in the vDSO,
+ * changes only at a tick.
+ */
+static void wait_for_tick(void)
+{
+	struct timespec c0, c1;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &c0);
+	do
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &c1);
+	while (c1.tv_nsec == c0.tv_nsec && c1.tv_sec == c0.tv_sec);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
 
 static long long now_ns(void)
 {
@@ -330,8 +353,14 @@ static long long now_ns(void)
 
 int main(int argc, char **argv)
 {
+	double per_op[MAX_ROUNDS];
+	bool verbose = argc > 1 && !strcmp(argv[1], "-v");
 	sigset_t set;
 
+	if (verbose) {
+		argv++;
+		argc--;
+	}
 	copy_programs();
 	tmp_fd = mkstemp(tmpfile_path);
 	if (tmp_fd < 0)
@@ -341,7 +370,7 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		long long t0, t1, best;
+		long long t0, t1;
 		long n = ops[i].iterations;
 		int rounds = ops[i].rounds ? ops[i].rounds : ROUNDS;
 		bool wanted = argc < 2;
@@ -350,25 +379,34 @@ int main(int argc, char **argv)
 			wanted |= !strcmp(argv[a], ops[i].name);
 		if (!wanted)
 			continue;
+		if (rounds > MAX_ROUNDS) {
+			fprintf(stderr, "ops: %s: %d rounds, at most %d\n",
+				ops[i].name, rounds, MAX_ROUNDS);
+			return 1;
+		}
 		for (long k = 0; k < n / 10 + 1; k++)
 			ops[i].fn();
 		/*
-		 * Rounds (ROUNDS by default), each after the deferred work of the one before
-		 * (RCU callbacks, kworkers) has finished (an idle vCPU costs no
-		 * instructions); the cheapest round is the figure, since
-		 * background work only ever adds to a round.
+		 * Rounds (ROUNDS by default), each after the deferred work of
+		 * the one before (RCU callbacks, kworkers) has finished (an idle
+		 * vCPU costs no instructions), and each started just after a
+		 * timer tick, so that the ticks, and the RCU grace periods they
+		 * drive, fall at the same points of every round: then rounds
+		 * repeat, and so do boots.  The figure is the median round.
 		 */
-		best = 0;
 		for (int r = 0; r < rounds; r++) {
 			usleep(100000);
+			wait_for_tick();
 			t0 = now_ns();
 			for (long k = 0; k < n / rounds; k++)
 				ops[i].fn();
 			t1 = now_ns();
-			if (!r || t1 - t0 < best)
-				best = t1 - t0;
+			per_op[r] = (double)(t1 - t0) / (n / rounds);
+			if (verbose)
+				fprintf(stderr, "%s round %d %.1f\n", ops[i].name, r, per_op[r]);
 		}
-		printf("%s %.1f\n", ops[i].name, (double)best / (n / rounds));
+		qsort(per_op, rounds, sizeof(per_op[0]), cmp_double);
+		printf("%s %.1f\n", ops[i].name, per_op[(rounds - 1) / 2]);
 		fflush(stdout);
 	}
 	close(tmp_fd);
