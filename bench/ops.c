@@ -13,6 +13,18 @@
  * (-v prints every round to stderr); an operation that fails ends the
  * program with status 1.
  *
+ * Operations run SCHED_FIFO at priority 1, so that the scheduler decides the
+ * same way in every round: after a fork or a thread's creation the parent
+ * runs until it waits, then the child.  Under SCHED_OTHER, EEVDF lets the
+ * child preempt the parent or not by the history of the run queue's virtual
+ * time, and fork's rounds fell on levels 1.5% apart in proportions that
+ * changed from boot to boot.  The caller gives RCU's grace-period kthread a
+ * higher priority (rcutree.kthread_prio=2), so that grace periods still end
+ * and their callbacks (which free the child's task, a VMA, a file) still run
+ * inside the round.  The two operations that measure a SCHED_OTHER task's own
+ * path (setpriority lowering its nice value, sched_setscheduler from
+ * SCHED_OTHER) run SCHED_OTHER.
+ *
  * Runs as root, in a non-root cgroup v2 (the caller moves it there) so that
  * the device check has a cgroup to record into.  Programs it runs come from
  * $OPS_BIN (static builds of true, highwater and workloads/demo).
@@ -299,27 +311,28 @@ static const struct {
 	void (*fn)(void);
 	long iterations;
 	int rounds;	/* default ROUNDS; more where deferred work is lumpy */
+	bool fair;	/* runs SCHED_OTHER: it measures that policy's path */
 } ops[] = {
-	{ "open_close", op_open_close, 20000, 10 },
-	{ "dup2_high", op_dup2_high, 20000, 0 },
-	{ "pipe", op_pipe, 20000, 0 },
-	{ "socket", op_socket, 20000, 10 },
-	{ "fork_wait", op_fork_wait, 4000, 40 },
-	{ "thread_create_join", op_thread, 20000, 200 },
-	{ "mmap_munmap", op_mmap_munmap, 20000, 0 },
-	{ "brk_grow_shrink", op_brk, 20000, 20 },
-	{ "mlock_munlock", op_mlock, 20000, 20 },
-	{ "write_extend", op_write_extend, 20000, 0 },
-	{ "ftruncate", op_ftruncate, 20000, 0 },
-	{ "setpriority_cap", op_setpriority, 20000, 0 },
-	{ "open_dev_null", op_open_dev_null, 20000, 20 },
-	{ "sigqueue", op_sigqueue, 20000, 0 },
-	{ "mq_open_unlink", op_mq, 5000, 0 },
-	{ "sched_setscheduler", op_sched_setscheduler, 20000, 0 },
-	{ "stack_growth_256k", op_stack_growth, 2000, 10 },
-	{ "demo_workload", op_demo, 10, 0 },
-	{ "exec_true", op_exec_true, 1000, 20 },
-	{ "highwater_run_true", op_highwater_true, 200, 10 },
+	{ "open_close", op_open_close, 20000, 10, false },
+	{ "dup2_high", op_dup2_high, 20000, 0, false },
+	{ "pipe", op_pipe, 20000, 0, false },
+	{ "socket", op_socket, 20000, 10, false },
+	{ "fork_wait", op_fork_wait, 4000, 40, false },
+	{ "thread_create_join", op_thread, 20000, 200, false },
+	{ "mmap_munmap", op_mmap_munmap, 20000, 0, false },
+	{ "brk_grow_shrink", op_brk, 20000, 20, false },
+	{ "mlock_munlock", op_mlock, 20000, 20, false },
+	{ "write_extend", op_write_extend, 20000, 0, false },
+	{ "ftruncate", op_ftruncate, 20000, 0, false },
+	{ "setpriority_cap", op_setpriority, 20000, 0, true },
+	{ "open_dev_null", op_open_dev_null, 20000, 20, false },
+	{ "sigqueue", op_sigqueue, 20000, 0, false },
+	{ "mq_open_unlink", op_mq, 5000, 0, false },
+	{ "sched_setscheduler", op_sched_setscheduler, 20000, 0, true },
+	{ "stack_growth_256k", op_stack_growth, 2000, 10, false },
+	{ "demo_workload", op_demo, 10, 0, false },
+	{ "exec_true", op_exec_true, 1000, 20, false },
+	{ "highwater_run_true", op_highwater_true, 200, 10, false },
 };
 
 /*
@@ -334,6 +347,15 @@ static void wait_for_tick(void)
 	do
 		clock_gettime(CLOCK_MONOTONIC_COARSE, &c1);
 	while (c1.tv_nsec == c0.tv_nsec && c1.tv_sec == c0.tv_sec);
+}
+
+static void set_policy(int policy)
+{
+	struct sched_param param = { .sched_priority = policy == SCHED_FIFO };
+
+	if (sched_setscheduler(0, policy, &param))
+		DIE(policy == SCHED_FIFO ? "sched_setscheduler FIFO (run as root)" :
+			"sched_setscheduler OTHER");
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -384,6 +406,7 @@ int main(int argc, char **argv)
 				ops[i].name, rounds, MAX_ROUNDS);
 			return 1;
 		}
+		set_policy(ops[i].fair ? SCHED_OTHER : SCHED_FIFO);
 		for (long k = 0; k < n / 10 + 1; k++)
 			ops[i].fn();
 		/*
@@ -393,6 +416,8 @@ int main(int argc, char **argv)
 		 * timer tick, so that the ticks, and the RCU grace periods they
 		 * drive, fall at the same points of every round: then rounds
 		 * repeat, and so do boots.  The figure is the median round.
+		 * SCHED_OTHER work (kworkers) waits for the sleep between
+		 * rounds, on every kernel alike.
 		 */
 		for (int r = 0; r < rounds; r++) {
 			usleep(100000);
@@ -405,6 +430,7 @@ int main(int argc, char **argv)
 			if (verbose)
 				fprintf(stderr, "%s round %d %.1f\n", ops[i].name, r, per_op[r]);
 		}
+		set_policy(SCHED_OTHER);
 		qsort(per_op, rounds, sizeof(per_op[0]), cmp_double);
 		printf("%s %.1f\n", ops[i].name, per_op[(rounds - 1) / 2]);
 		fflush(stdout);
