@@ -42,6 +42,18 @@ hw_need_pkgs() {
 }
 
 # Everything needed to build and boot a kernel.
+# hw_stale_int3 LOG: did the boot in LOG die of an int3 that QEMU's TCG ran
+# after text_poke_bp() had already replaced it?  With more than one vCPU it
+# now and then does, when the kernel sets a static key at boot: "Oops: int3"
+# before init ran, and the byte the kernel marks at the trap is not an int3
+# (0xcc).  That is the emulator, not the kernel under test.
+hw_stale_int3() {
+	local code
+	grep -q "Oops: int3" "$1" && ! grep -q "Run .* as init process" "$1" || return 1
+	code=$(grep -m1 -o "Code: .*" "$1" | grep -o "<[0-9a-f][0-9a-f]>")
+	[ -n "$code" ] && [ "$code" != "<cc>" ]
+}
+
 hw_need_kernel_tools() {
 	mkdir -p "$HW_BUILD"
 	hw_need_pkgs gcc:gcc make:make git:git ccache:ccache flex:flex bison:bison \
