@@ -86,6 +86,25 @@ static int parse_timeout(const char *s, double *out)
 	return 0;
 }
 
+/*
+ * Tasks, memory and devices are marks of a cgroup, shared by every process in
+ * it: show does not report them as the process's own, but says where they are.
+ */
+static void note_cgroup_of(long pid, struct hw_marks *m)
+{
+	char path[64], buf[4096];
+
+	snprintf(path, sizeof(path), "/proc/%ld/cgroup", pid);
+	if (hw_read_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+		if (!strncmp(line, "0::", 3)) {
+			hw_note(m, "task peak, memory peak, devices accessed: marks of its cgroup, shared by the processes there: highwater cgroup %s",
+				line + 3);
+			return;
+		}
+}
+
 /* highwater show PID */
 static int cmd_show(const char *arg, struct hw_marks *m)
 {
@@ -117,6 +136,7 @@ static int cmd_show(const char *arg, struct hw_marks *m)
 			r == -EACCES || r == -EPERM ? " (run as its user or as root)" : "");
 		return errno_exit(-r);
 	}
+	note_cgroup_of(pid, m);
 	return 0;
 }
 

@@ -228,14 +228,19 @@ static void signal_forwarded(void)
 static void show_process(void)
 {
 	int ready[2], highest = -1, status;
+	bool read_ok, named = false;
+	char *unified;
 	struct hw_marks m;
-	char pidstr[16], msg[200];
+	char pidstr[16], msg[200], path[64], cgroup[4096], want[4200];
 	pid_t pid;
 
 	if (pipe(ready))
 		return;
+	/* in a cgroup of its own, so that the name show gives is not the root's */
+	mkdir("/sys/fs/cgroup/highwater-test-show", 0755);
 	pid = fork();
 	if (pid == 0) {
+		write_file("/sys/fs/cgroup/highwater-test-show/cgroup.procs", "0");
 		for (int i = 0; i < 50; i++) {
 			int fd = open("/dev/null", O_RDONLY);
 
@@ -250,14 +255,31 @@ static void show_process(void)
 	if (read(ready[0], &highest, sizeof(highest)) != sizeof(highest))
 		highest = -2;
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	/* the v2 line, "0::PATH", after any v1 hierarchy's */
+	unified = hw_read_file(path, cgroup, sizeof(cgroup)) > 0 ?
+		  strstr(cgroup, "0::") : NULL;
+	if (unified && unified != cgroup && unified[-1] != '\n')
+		unified = NULL;
+	if (unified)
+		unified[strcspn(unified, "\n")] = '\0';
+	snprintf(want, sizeof(want), "highwater cgroup %s", unified ? unified + 3 : "(unreadable)");
 	status = spawn_capture((char *[]){ (char *)built("highwater"), "show", "-f", "json",
 					   pidstr, NULL }, out, sizeof(out), err, sizeof(err));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	tap_ok(status == 0 && hw_json_read(out, &m, msg, sizeof(msg)) == 0 &&
-	       PEAK(m, "nofile") == highest + 1 && m.exit_status == -1 && m.vm_hwm > 0,
+	rmdir("/sys/fs/cgroup/highwater-test-show");
+	read_ok = status == 0 && hw_json_read(out, &m, msg, sizeof(msg)) == 0;
+	tap_ok(read_ok && PEAK(m, "nofile") == highest + 1 && m.exit_status == -1 && m.vm_hwm > 0,
 	       "show PID: open files peak %lld = the truth %d, VmHWM %llu",
 	       PEAK(m, "nofile"), highest + 1, (unsigned long long)m.vm_hwm);
+	for (int i = 0; read_ok && i < m.nnotes; i++) {
+		const char *at = strstr(m.notes[i], want);
+
+		named |= at && !strcmp(at, want);
+	}
+	tap_ok(named && unified && !strcmp(unified + 3, "/highwater-test-show"),
+	       "show PID names the process's cgroup for its cgroup marks: '%s'", want);
 }
 
 /* highwater cgroup PATH: a cgroup the demo ran in, after it is gone */
@@ -327,7 +349,7 @@ static void systemd_accepts(void)
 
 int main(void)
 {
-	tap_plan(29);
+	tap_plan(30);
 	demo();
 	daemon_outlives_parent();
 	exit_statuses();
