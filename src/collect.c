@@ -36,6 +36,31 @@ int hw_read_file(const char *path, char *buf, size_t size)
 }
 
 /*
+ * The cgroup v2 path of process @pid (0: this one), from the "0::PATH" line
+ * of /proc/PID/cgroup, which follows any v1 hierarchy's.  0, -ENOENT when
+ * the process is on no cgroup v2, or -errno.
+ */
+int hw_cgroup_of(int pid, char *buf, size_t size)
+{
+	char path[64], text[4096], *save;
+	int r;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/cgroup");
+	r = hw_read_file(path, text, sizeof(text));
+	if (r < 0)
+		return r;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (!strncmp(line, "0::", 3)) {
+			snprintf(buf, size, "%s", line + 3);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/*
  * The marks of process @pid (also a zombie not yet reaped), maximized into
  * @m.  @top: this is the command itself, whose limits and credentials the
  * report shows.  Returns 0, or -errno when the process cannot be read.

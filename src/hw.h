@@ -123,6 +123,7 @@ void hw_merge_marks(struct hw_marks *into, const struct hw_marks *from);
 
 /* collect.c: read the marks of a process and of a cgroup */
 int hw_read_file(const char *path, char *buf, size_t size);	/* -errno */
+int hw_cgroup_of(int pid, char *buf, size_t size);	/* 0: this process */
 int hw_collect_process(int pid, struct hw_marks *m, bool top);
 int hw_collect_cgroup(const char *dir, struct hw_marks *m);
 int hw_cgroup2_mount(char *buf, size_t size);

@@ -92,17 +92,11 @@ static int parse_timeout(const char *s, double *out)
  */
 static void note_cgroup_of(long pid, struct hw_marks *m)
 {
-	char path[64], buf[4096];
+	char cgroup[4096];
 
-	snprintf(path, sizeof(path), "/proc/%ld/cgroup", pid);
-	if (hw_read_file(path, buf, sizeof(buf)) <= 0)
-		return;
-	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
-		if (!strncmp(line, "0::", 3)) {
-			hw_note(m, "task peak, memory peak, devices accessed: marks of its cgroup, shared by the processes there: highwater cgroup %s",
-				line + 3);
-			return;
-		}
+	if (!hw_cgroup_of(pid, cgroup, sizeof(cgroup)))
+		hw_note(m, "task peak, memory peak, devices accessed: marks of its cgroup, shared by the processes there: highwater cgroup %s",
+			cgroup);
 }
 
 /* highwater show PID */

@@ -45,23 +45,6 @@ static int write_file(const char *dir, const char *file, const char *text)
 	return r;
 }
 
-/* Our own cgroup v2 path, from /proc/self/cgroup ("0::/user.slice/..."). */
-static int own_cgroup(char *buf, size_t size)
-{
-	char text[4096], *p;
-	int r = hw_read_file("/proc/self/cgroup", text, sizeof(text));
-
-	if (r < 0)
-		return r;
-	p = strstr(text, "0::");
-	if (!p || (p != text && p[-1] != '\n'))
-		return -ENOENT;
-	p += 3;
-	p[strcspn(p, "\n")] = '\0';
-	snprintf(buf, size, "%s", p);
-	return 0;
-}
-
 /* Enable @ctrl for the parent's children; note why not, if it fails. */
 static bool enable_controller(struct cg *cg, const char *ctrl,
 			      struct hw_marks *m)
@@ -115,7 +98,7 @@ static void cgroup_setup(struct cg *cg, const char *parent, struct hw_marks *m)
 			snprintf(cg->parent, sizeof(cg->parent), "%s/%s", cg->mount,
 				 parent[0] == '/' ? parent + 1 : parent);
 	} else {
-		if (own_cgroup(own, sizeof(own))) {
+		if (hw_cgroup_of(0, own, sizeof(own))) {
 			hw_note(m, "cgroup marks: highwater's own cgroup is not on cgroup v2 (give --cgroup-parent)");
 			return;
 		}

@@ -41,7 +41,6 @@ hw_need_pkgs() {
 	fi
 }
 
-# Everything needed to build and boot a kernel.
 # hw_stale_int3 LOG: did the boot in LOG die of an int3 that QEMU's TCG ran
 # after text_poke_bp() had already replaced it?  With more than one vCPU it
 # now and then does, when the kernel sets a static key at boot: "Oops: int3"
@@ -54,6 +53,7 @@ hw_stale_int3() {
 	[ -n "$code" ] && [ "$code" != "<cc>" ]
 }
 
+# Everything needed to build and boot a kernel.
 hw_need_kernel_tools() {
 	mkdir -p "$HW_BUILD"
 	hw_need_pkgs gcc:gcc make:make git:git ccache:ccache flex:flex bison:bison \

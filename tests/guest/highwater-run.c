@@ -228,10 +228,9 @@ static void signal_forwarded(void)
 static void show_process(void)
 {
 	int ready[2], highest = -1, status;
-	bool read_ok, named = false;
-	char *unified;
+	bool read_ok, named = false, moved;
 	struct hw_marks m;
-	char pidstr[16], msg[200], path[64], cgroup[4096], want[4200];
+	char pidstr[16], msg[200], cgroup[4096] = "(unreadable)", want[4200];
 	pid_t pid;
 
 	if (pipe(ready))
@@ -255,15 +254,9 @@ static void show_process(void)
 	if (read(ready[0], &highest, sizeof(highest)) != sizeof(highest))
 		highest = -2;
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	/* the v2 line, "0::PATH", after any v1 hierarchy's */
-	unified = hw_read_file(path, cgroup, sizeof(cgroup)) > 0 ?
-		  strstr(cgroup, "0::") : NULL;
-	if (unified && unified != cgroup && unified[-1] != '\n')
-		unified = NULL;
-	if (unified)
-		unified[strcspn(unified, "\n")] = '\0';
-	snprintf(want, sizeof(want), "highwater cgroup %s", unified ? unified + 3 : "(unreadable)");
+	moved = !hw_cgroup_of(pid, cgroup, sizeof(cgroup)) &&
+		!strcmp(cgroup, "/highwater-test-show");
+	snprintf(want, sizeof(want), "highwater cgroup %s", cgroup);
 	status = spawn_capture((char *[]){ (char *)built("highwater"), "show", "-f", "json",
 					   pidstr, NULL }, out, sizeof(out), err, sizeof(err));
 	kill(pid, SIGKILL);
@@ -278,7 +271,7 @@ static void show_process(void)
 
 		named |= at && !strcmp(at, want);
 	}
-	tap_ok(named && unified && !strcmp(unified + 3, "/highwater-test-show"),
+	tap_ok(named && moved,
 	       "show PID names the process's cgroup for its cgroup marks: '%s'", want);
 }
 
