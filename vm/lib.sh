@@ -61,3 +61,17 @@ hw_need_kernel_tools() {
 		/usr/include/libelf.h:libelf-dev /usr/include/openssl/ssl.h:libssl-dev \
 		qemu-system-x86_64:qemu-system-x86
 }
+
+# hw_kmake SRC OUT MAKE-ARGS...: kbuild as every script here runs it, so that
+# what one builds is up to date for another (the same command lines) and
+# ccache hits across clones and output directories (paths relative to the
+# checkout, a fixed build identity).
+hw_kmake() {
+	local src=$1 out=$2
+	shift 2
+	KBUILD_BUILD_USER=highwater KBUILD_BUILD_HOST=qemu CCACHE_BASEDIR=$HW_ROOT \
+		KBUILD_BUILD_TIMESTAMP="$(git -C "$src" log -1 --format=%cd 2>/dev/null || echo 2026-01-01)" \
+		CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-25G} \
+		make -C "$src" O="$out" ARCH=x86_64 CC="ccache gcc" HOSTCC="ccache gcc" \
+		-j"$(nproc)" "$@"
+}
