@@ -305,8 +305,42 @@ int hw_parse_memory_stat(const char *text, const char *key, uint64_t *val)
 }
 
 /* Add @d, widening an entry of the same device (or wildcard) if present. */
+/* Does @e, a line of devices.accessed, cover device @d? */
+static bool device_covers(const struct hw_device *e, const struct hw_device *d)
+{
+	return e->type == d->type &&
+	       (e->major == HW_ANY || e->major == d->major) &&
+	       (e->minor == HW_ANY || e->minor == d->minor);
+}
+
+/*
+ * Fold the lines @w covers into it, and append it: the list never loses a
+ * device, it only gets coarser.  Returns false when @w covered no line and
+ * there is no room for it.
+ */
+static bool fold_into(struct hw_marks *m, struct hw_device w)
+{
+	int n = 0;
+
+	for (int i = 0; i < m->ndevices; i++) {
+		if (device_covers(&w, &m->devices[i]))
+			w.access |= m->devices[i].access;
+		else
+			m->devices[n++] = m->devices[i];
+	}
+	if (n == HW_MAX_DEVICES)
+		return false;
+	m->devices[n++] = w;
+	m->ndevices = n;
+	return true;
+}
+
 void hw_add_device(struct hw_marks *m, const struct hw_device *d)
 {
+	struct hw_device w = *d;
+	bool major_listed = false;
+	int chars = 0;
+
 	for (int i = 0; i < m->ndevices; i++) {
 		struct hw_device *e = &m->devices[i];
 
@@ -315,9 +349,36 @@ void hw_add_device(struct hw_marks *m, const struct hw_device *d)
 			e->access |= d->access;
 			return;
 		}
+		major_listed |= e->type == d->type && e->major == d->major;
+		chars += e->type == 'c';
 	}
-	if (m->ndevices < HW_MAX_DEVICES)
+	/* A wider line that allows it already (after a widening, say). */
+	for (int i = 0; i < m->ndevices; i++)
+		if (device_covers(&m->devices[i], d) &&
+		    (m->devices[i].access & d->access) == d->access)
+			return;
+	if (m->ndevices < HW_MAX_DEVICES) {
 		m->devices[m->ndevices++] = *d;
+		return;
+	}
+	/*
+	 * Full: widen as the kernel widens devices.accessed past its bound,
+	 * and say so.  A device whose major is listed makes that line
+	 * major:*; any other device a "c *:*" or "b *:*" line; if that covers
+	 * no line, the more numerous type's lines fold into one "*:*" first.
+	 */
+	hw_note(m, "exact devices: over %d distinct ones, lines widened to major:* or *:* (allowing more than was used)",
+		HW_MAX_DEVICES);
+	if (major_listed)
+		w.minor = HW_ANY;
+	else
+		w.major = w.minor = HW_ANY;
+	if (fold_into(m, w))
+		return;
+	fold_into(m, (struct hw_device){ chars * 2 >= m->ndevices ? 'c' : 'b',
+					 HW_ANY, HW_ANY, 0 });
+	/* Room now: the larger type had at least half of the lines. */
+	fold_into(m, w);
 }
 
 static int parse_majmin(const char *s, uint32_t *v)

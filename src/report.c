@@ -4,8 +4,11 @@
  * [Service] drop-in, docker/podman flags.  All four read the same marks and
  * the same recommendation rules (limit_advice(), memory_advice()).
  */
+#define _GNU_SOURCE	/* vasprintf */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hw.h"
@@ -502,10 +505,54 @@ static bool docker_default_device(const char *name)
 	return false;
 }
 
+/*
+ * The flags of a docker/podman command line, printed after the comments that
+ * explain them, one per line with a continuation: as many as the marks need
+ * (a container may use hundreds of devices), none dropped.
+ */
+struct flag_list {
+	char **v;
+	size_t n, cap;
+};
+
+static void __attribute__((noreturn)) out_of_memory(void)
+{
+	hw_warn("out of memory while writing the report");
+	exit(HW_EX_SOFTWARE);
+}
+
+static void __attribute__((format(printf, 2, 3)))
+flag_add(struct flag_list *fl, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		out_of_memory();
+	va_end(ap);
+	if (fl->n == fl->cap) {
+		fl->cap = fl->cap ? 2 * fl->cap : 32;
+		fl->v = realloc(fl->v, fl->cap * sizeof(*fl->v));
+		if (!fl->v)
+			out_of_memory();
+	}
+	fl->v[fl->n++] = s;
+}
+
+static void flags_print(FILE *out, struct flag_list *fl)
+{
+	for (size_t i = 0; i < fl->n; i++) {
+		fprintf(out, "%s%s\n", fl->v[i], i + 1 < fl->n ? " \\" : "");
+		free(fl->v[i]);
+	}
+	free(fl->v);
+}
+
 static void report_docker(FILE *out, const struct hw_marks *m, int margin)
 {
-	char val[48], buf[160], flags[48][1024];
-	int n = 0;
+	struct flag_list fl = { 0 };
+	char val[48], buf[160];
 
 	fprintf(out, "# highwater: docker/podman run flags for: %s\n", m->command);
 	fprintf(out, "# Measured: %s. Margin %d%%.\n",
@@ -520,8 +567,7 @@ static void report_docker(FILE *out, const struct hw_marks *m, int margin)
 			a.why = "docker has no --ulimit for it; use --memory";
 		}
 		if (a.emit) {
-			snprintf(flags[n++], sizeof(flags[0]),
-				 "--ulimit %s=%" PRIu64 ":%" PRIu64,
+			flag_add(&fl, "--ulimit %s=%" PRIu64 ":%" PRIu64,
 				 hw_limits[i].key, a.value, a.value);
 		} else if (m->lim[i].have_peak) {
 			fprintf(out, "# --ulimit %s: not set: %s\n",
@@ -529,31 +575,37 @@ static void report_docker(FILE *out, const struct hw_marks *m, int margin)
 		}
 	}
 	if (m->have_pids_peak)
-		snprintf(flags[n++], sizeof(flags[0]), "--pids-limit=%" PRIu64,
+		flag_add(&fl, "--pids-limit=%" PRIu64,
 			 hw_recommend(HW_COUNT, m->pids_peak, margin));
 	if (m->have_memory_peak) {
 		struct memory_advice ma = memory_advice(m, margin);
 
 		hw_format_bytes(ma.max, val, sizeof(val));
 		fprintf(out, "# --memory is memory.peak plus the margin (page cache included)\n");
-		snprintf(flags[n++], sizeof(flags[0]), "--memory=%s", val);
+		flag_add(&fl, "--memory=%s", val);
 		if (ma.high) {
 			hw_format_bytes(ma.high, val, sizeof(val));
-			snprintf(flags[n++], sizeof(flags[0]),
-				 "--memory-reservation=%s", val);
+			flag_add(&fl, "--memory-reservation=%s", val);
 		}
 	}
 	if (m->have_cap_used) {
-		int len = snprintf(flags[n], sizeof(flags[0]), "--cap-drop=ALL");
+		char *caps = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&caps, &len);
 
+		if (!f)
+			out_of_memory();
+		fprintf(f, "--cap-drop=ALL");
 		for (int c = 0; c <= HW_CAP_LAST; c++)
 			if (m->cap_used & (1ULL << c))
-				len += snprintf(flags[n] + len, sizeof(flags[0]) - len,
-						" --cap-add=%s", hw_cap_name(c) + 4);
-		n++;
+				fprintf(f, " --cap-add=%s", hw_cap_name(c) + 4);
+		if (fclose(f))
+			out_of_memory();
+		flag_add(&fl, "%s", caps);
+		free(caps);
 	}
 	if (m->have_devices) {
-		for (int i = 0; i < m->ndevices && n < 40; i++) {
+		for (int i = 0; i < m->ndevices; i++) {
 			char name[256], acc[4], line[64];
 			const struct hw_device *d = &m->devices[i];
 
@@ -561,21 +613,18 @@ static void report_docker(FILE *out, const struct hw_marks *m, int margin)
 			if (!hw_device_name(d, name, sizeof(name)) &&
 			    docker_default_device(name))
 				continue;
-			if (name[0] == '/')
-				snprintf(flags[n++], sizeof(flags[0]),
-					 "--device=%s:%s:%s", name, name, acc);
-			else {
+			if (name[0] == '/') {
+				flag_add(&fl, "--device=%s:%s:%s", name, name, acc);
+			} else {
 				devices_list_line(d, line, sizeof(line));
-				snprintf(flags[n++], sizeof(flags[0]),
-					 "--device-cgroup-rule='%s'", line);
+				flag_add(&fl, "--device-cgroup-rule='%s'", line);
 			}
 		}
 		fprintf(out, "# Devices every container has (/dev/null, /dev/zero, ...) need no flag.\n");
 	}
 	for (int i = 0; i < m->nnotes; i++)
 		fprintf(out, "# unavailable: %s\n", m->notes[i]);
-	for (int i = 0; i < n; i++)
-		fprintf(out, "%s%s\n", flags[i], i < n - 1 ? " \\" : "");
+	flags_print(out, &fl);
 }
 
 void hw_report(FILE *out, const struct hw_marks *m, enum hw_format f,

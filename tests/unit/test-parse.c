@@ -117,6 +117,55 @@ static void memory_stat(void)
 	       "memory.stat: a key prefix is not a key");
 }
 
+/* Does a line of @m allow device @d with its access? */
+static int allowed(const struct hw_marks *m, const struct hw_device *d)
+{
+	for (int i = 0; i < m->ndevices; i++) {
+		const struct hw_device *e = &m->devices[i];
+
+		if (e->type == d->type &&
+		    (e->major == HW_ANY || e->major == d->major) &&
+		    (e->minor == HW_ANY || e->minor == d->minor) &&
+		    (e->access & d->access) == d->access)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Past HW_MAX_DEVICES distinct devices the list widens, as the kernel's does,
+ * and says so: before, every device past it was dropped, and a merged report
+ * could leave out a device the service needs.
+ */
+static void widened(void)
+{
+	static struct hw_marks m;
+	int all = 1;
+
+	hw_marks_init(&m);
+	hw_parse_devices("", &m);
+	for (uint32_t i = 0; i < 300; i++) {
+		struct hw_device d = { 'c', 4000, i, i % 2 ? HW_ACC_READ : HW_ACC_WRITE };
+
+		hw_add_device(&m, &d);
+	}
+	for (uint32_t i = 0; i < 300; i++)
+		all &= allowed(&m, &(struct hw_device){ 'c', 4000, i,
+							i % 2 ? HW_ACC_READ : HW_ACC_WRITE });
+	tap_ok(all && m.ndevices <= HW_MAX_DEVICES && hw_has_note(&m, "exact devices"),
+	       "300 devices of one major: every one still allowed (4000:*), and a note");
+	hw_marks_init(&m);
+	hw_parse_devices("", &m);
+	for (uint32_t i = 0; i < HW_MAX_DEVICES; i++)
+		hw_add_device(&m, &(struct hw_device){ 'b', 8 + i, 0, HW_ACC_READ });
+	hw_add_device(&m, &(struct hw_device){ 'c', 7, 1, HW_ACC_WRITE });
+	all = allowed(&m, &(struct hw_device){ 'c', 7, 1, HW_ACC_WRITE });
+	for (uint32_t i = 0; i < HW_MAX_DEVICES; i++)
+		all &= allowed(&m, &(struct hw_device){ 'b', 8 + i, 0, HW_ACC_READ });
+	tap_ok(all && m.ndevices <= HW_MAX_DEVICES,
+	       "a full list of block devices and a new char device: all still allowed");
+}
+
 static void devices(void)
 {
 	struct hw_marks m;
@@ -146,6 +195,7 @@ static void devices(void)
 	hw_parse_devices("c 1:3 w\n", &m);
 	tap_ok(m.ndevices == 1 && m.devices[0].access == (HW_ACC_READ | HW_ACC_WRITE),
 	       "the same device twice: one entry, access letters joined");
+	widened();
 }
 
 static void numbers(void)
@@ -166,7 +216,7 @@ static void numbers(void)
 int main(int argc, char **argv)
 {
 	dir = argc > 1 ? argv[1] : "tests/fixtures";
-	tap_plan(26);
+	tap_plan(28);
 	limits_with_series();
 	limits_mainline();
 	limits_maximum();

@@ -174,6 +174,32 @@ static void docker_format(const struct hw_marks *m)
 	       "docker: no --ulimit as (docker has none)");
 }
 
+/*
+ * A container that used many devices gets a flag for each one: the flags were
+ * kept in a table of 48, and every device past it was silently left out.
+ */
+static void docker_many_devices(const struct hw_marks *demo)
+{
+	static struct hw_marks m;
+	char line[64], *t;
+	int found = 0;
+
+	m = *demo;
+	for (uint32_t minor = 0; minor < 100; minor++) {
+		struct hw_device d = { 'c', 4000, minor, HW_ACC_READ | HW_ACC_WRITE };
+
+		hw_add_device(&m, &d);
+	}
+	t = render(&m, HW_DOCKER, 25);
+	for (int minor = 0; minor < 100; minor++) {
+		snprintf(line, sizeof(line), "--device-cgroup-rule='c 4000:%d rw'%s",
+			 minor, minor < 99 ? " \\" : "");
+		found += has_line(t, line);
+	}
+	tap_ok(found == 100 && has_line(t, "--ulimit nofile=260:260 \\"),
+	       "docker: a flag for each of 100 devices, none dropped (%d found)", found);
+}
+
 static void mainline(void)
 {
 	struct hw_marks m;
@@ -269,10 +295,11 @@ int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(29);
+	tap_plan(30);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
+	docker_many_devices(&m);
 	json_roundtrip(&m);
 	merge(&m);
 	systemd_format(&m);
