@@ -6,16 +6,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "hw.h"
 
-/* Read a whole (small) file; returns its length or -errno. */
+/*
+ * Read a whole (small) file into @buf; returns its length, or -errno, and
+ * -EFBIG when it does not fit: a value cut short is never taken for the
+ * file.  @buf then holds what fitted, for callers that only show it.
+ */
 int hw_read_file(const char *path, char *buf, size_t size)
 {
 	size_t len = 0;
 	ssize_t n;
+	char more;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
@@ -30,9 +36,49 @@ int hw_read_file(const char *path, char *buf, size_t size)
 		}
 		len += n;
 	}
-	close(fd);
 	buf[len] = '\0';
+	if (len == size - 1) {
+		do
+			n = read(fd, &more, 1);
+		while (n < 0 && errno == EINTR);
+		if (n > 0) {
+			close(fd);
+			return -EFBIG;
+		}
+	}
+	close(fd);
 	return len;
+}
+
+/*
+ * Read a whole file of any size (cgroup.procs of a large service) into a
+ * buffer from malloc(), which the caller frees; returns its length or -errno.
+ */
+ssize_t hw_read_file_alloc(const char *path, char **bufp)
+{
+	size_t size = 65536;
+	char *buf = NULL;
+	int r;
+
+	for (;;) {
+		char *b = realloc(buf, size);
+
+		if (!b) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = b;
+		r = hw_read_file(path, buf, size);
+		if (r != -EFBIG)
+			break;
+		size *= 4;
+	}
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	*bufp = buf;
+	return r;
 }
 
 /*

@@ -8,6 +8,7 @@
 #define HW_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -122,7 +123,8 @@ void hw_add_device(struct hw_marks *m, const struct hw_device *d);
 void hw_merge_marks(struct hw_marks *into, const struct hw_marks *from);
 
 /* collect.c: read the marks of a process and of a cgroup */
-int hw_read_file(const char *path, char *buf, size_t size);	/* -errno */
+int hw_read_file(const char *path, char *buf, size_t size);	/* -errno, -EFBIG */
+ssize_t hw_read_file_alloc(const char *path, char **bufp);	/* malloc()ed */
 int hw_cgroup_of(int pid, char *buf, size_t size);	/* 0: this process */
 int hw_collect_process(int pid, struct hw_marks *m, bool top);
 int hw_collect_cgroup(const char *dir, struct hw_marks *m);

@@ -114,12 +114,15 @@ static int cmd_show(const char *arg, struct hw_marks *m)
 
 		snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
 		r = hw_read_file(path, comm, sizeof(comm));
-		if (r > 0) {
-			for (int i = 0; i < r - 1; i++)
+		if (r > 0 || r == -EFBIG) {
+			int len = r > 0 ? r - 1 : (int)sizeof(comm) - 1;
+
+			/* NULs between the arguments; a long one is cut, and shown so. */
+			for (int i = 0; i < len; i++)
 				if (!comm[i])
 					comm[i] = ' ';
-			snprintf(m->command, sizeof(m->command), "process %ld: %s",
-				 pid, comm);
+			snprintf(m->command, sizeof(m->command), "process %ld: %.*s%s",
+				 pid, len, comm, r == -EFBIG ? "..." : "");
 		}
 	}
 	r = hw_collect_process(pid, m, true);
@@ -137,14 +140,16 @@ static int cmd_show(const char *arg, struct hw_marks *m)
 /* Every process in @dir and below, maximized into @m. */
 static void collect_tree(const char *dir, struct hw_marks *m, int depth)
 {
-	char path[1200], buf[65536];
+	char path[1200], *procs;
 	struct dirent *de;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	if (hw_read_file(path, buf, sizeof(buf)) > 0)
-		for (char *t = strtok(buf, "\n"); t; t = strtok(NULL, "\n"))
+	if (hw_read_file_alloc(path, &procs) > 0) {
+		for (char *t = strtok(procs, "\n"); t; t = strtok(NULL, "\n"))
 			hw_collect_process(atoi(t), m, false);
+		free(procs);
+	}
 	if (depth > 32 || !(d = opendir(dir)))
 		return;
 	while ((de = readdir(d)))

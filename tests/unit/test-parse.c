@@ -6,7 +6,10 @@
  *
  *   test-parse FIXTURE_DIR
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../tap.h"
 #include "hw.h"
@@ -166,6 +169,33 @@ static void widened(void)
 	       "a full list of block devices and a new char device: all still allowed");
 }
 
+/*
+ * A file larger than the buffer is an error, not its first part: a merge of a
+ * large report, or cgroup.procs of a large service, was cut silently.
+ */
+static void read_file_sizes(void)
+{
+	static char big[5000], buf[4096];
+	char path[] = "/tmp/hw-test-read-XXXXXX", *all = NULL;
+	int fd = mkstemp(path), r1, r2;
+	ssize_t r3;
+
+	memset(big, 'x', sizeof(big));
+	if (fd < 0 || write(fd, big, 4095) != 4095)
+		return (void)tap_ok(0, "read_file: cannot write %s", path);
+	r1 = hw_read_file(path, buf, sizeof(buf));
+	if (write(fd, big, sizeof(big) - 4095) != (ssize_t)(sizeof(big) - 4095))
+		return (void)tap_ok(0, "read_file: cannot write %s", path);
+	close(fd);
+	r2 = hw_read_file(path, buf, sizeof(buf));
+	r3 = hw_read_file_alloc(path, &all);
+	tap_ok(r1 == 4095 && r2 == -EFBIG && r3 == 5000 && all && strlen(all) == 5000,
+	       "read_file: a file that just fits is read, a larger one is -EFBIG; the growing reader reads it whole (%d %d %zd)",
+	       r1, r2, r3);
+	free(all);
+	unlink(path);
+}
+
 static void devices(void)
 {
 	struct hw_marks m;
@@ -216,7 +246,7 @@ static void numbers(void)
 int main(int argc, char **argv)
 {
 	dir = argc > 1 ? argv[1] : "tests/fixtures";
-	tap_plan(28);
+	tap_plan(29);
 	limits_with_series();
 	limits_mainline();
 	limits_maximum();
@@ -224,5 +254,6 @@ int main(int argc, char **argv)
 	memory_stat();
 	devices();
 	numbers();
+	read_file_sizes();
 	return tap_exit();
 }
