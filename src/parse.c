@@ -349,14 +349,12 @@ void hw_add_device(struct hw_marks *m, const struct hw_device *d)
 			e->access |= d->access;
 			return;
 		}
+		/* A wider line that allows it already (after a widening, say). */
+		if (device_covers(e, d) && (e->access & d->access) == d->access)
+			return;
 		major_listed |= e->type == d->type && e->major == d->major;
 		chars += e->type == 'c';
 	}
-	/* A wider line that allows it already (after a widening, say). */
-	for (int i = 0; i < m->ndevices; i++)
-		if (device_covers(&m->devices[i], d) &&
-		    (m->devices[i].access & d->access) == d->access)
-			return;
 	if (m->ndevices < HW_MAX_DEVICES) {
 		m->devices[m->ndevices++] = *d;
 		return;
