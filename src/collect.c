@@ -186,9 +186,52 @@ static int cg_read_u64(const char *dir, const char *file, uint64_t *val)
 }
 
 /*
+ * rlimits.peak and capabilities.used of the cgroup at @dir, which keep the
+ * marks of the processes that exited there, whoever reaped them.  The living
+ * processes' marks are in @m already: what the cgroup has above them is of
+ * processes that exited, and is shown so.
+ */
+static void collect_cgroup_marks(const char *dir, struct hw_marks *m)
+{
+	uint64_t peak[HW_NLIMITS] = { 0 }, caps;
+	bool have[HW_NLIMITS] = { false };
+	char buf[4096];
+	int r;
+
+	r = cg_read(dir, "rlimits.peak", buf, sizeof(buf));
+	if (r == -ENOENT) {
+		hw_note(m, "marks of exited processes: no rlimits.peak in the cgroup (kernel without the series' per-cgroup marks): rlimit peaks and capabilities are of living processes only");
+		return;
+	}
+	if (r < 0 || hw_parse_rlimits_peak(buf, peak, have) ||
+	    cg_read(dir, "capabilities.used", buf, sizeof(buf)) < 0 ||
+	    hw_parse_cap_mask(buf, &caps)) {
+		hw_note(m, "marks of exited processes: cannot read %s/rlimits.peak and capabilities.used%s",
+			dir, r < 0 ? "" : " (a format this highwater does not know)");
+		return;
+	}
+	m->have_cgroup_marks = true;
+	for (int i = 0; i < HW_NLIMITS; i++) {
+		struct hw_limit *l = &m->lim[i];
+
+		if (!have[i] || (l->have_peak && l->peak >= peak[i]))
+			continue;
+		l->exited = true;
+		l->have_peak = true;
+		l->peak = peak[i];
+	}
+	m->have_limits_peak = true;
+	m->cap_used_exited = caps & ~m->cap_used;
+	m->cap_used |= caps;
+	m->have_cap_used = true;
+}
+
+/*
  * The marks of the cgroup at @dir: pids.peak, memory.peak, the page cache
- * part of its memory (memory.stat "file"), the devices accessed, and the
- * limits set on it.  Returns 0, or -errno when @dir cannot be read at all.
+ * part of its memory (memory.stat "file"), the devices accessed, the rlimit
+ * peaks and capabilities of the processes that exited there, and the limits
+ * set on it.  Read the living processes' marks first.  Returns 0, or -errno
+ * when @dir cannot be read at all.
  */
 int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 {
@@ -215,6 +258,8 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 	} else if (!hw_has_note(m, "memory peak:")) {
 		hw_note(m, "memory peak: no memory.peak (memory controller not enabled for the cgroup, or a kernel before 5.19)");
 	}
+
+	collect_cgroup_marks(dir, m);
 
 	r = cg_read(dir, "devices.accessed", buf, sizeof(buf));
 	if (r >= 0) {

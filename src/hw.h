@@ -62,6 +62,8 @@ struct hw_limit {
 	bool have_limit;	/* soft/hard are known */
 	uint64_t peak;
 	uint64_t soft, hard;	/* HW_UNLIMITED for unlimited */
+	/* The peak is of a process that has exited: its cgroup kept it */
+	bool exited;
 };
 
 /* DEVCG_ACC_* bits, as devices.accessed prints them: r, w, m */
@@ -96,6 +98,9 @@ struct hw_marks {
 
 	/* Per cgroup */
 	char cgroup[512];	/* path relative to the cgroup2 mount, or "" */
+	/* rlimits.peak and capabilities.used, which keep exited processes' */
+	bool have_cgroup_marks;
+	uint64_t cap_used_exited;	/* used only by processes that exited */
 	bool have_pids_peak, have_memory_peak, have_memory_file, have_devices;
 	uint64_t pids_peak;
 	uint64_t pids_max;	/* HW_UNLIMITED for max */
@@ -119,6 +124,9 @@ int hw_parse_status(const char *text, struct hw_marks *m, bool top);
 int hw_parse_memory_stat(const char *text, const char *key, uint64_t *val);
 int hw_parse_devices(const char *text, struct hw_marks *m);
 int hw_parse_u64(const char *text, uint64_t *val);	/* "max" too */
+int hw_parse_rlimits_peak(const char *text, uint64_t peak[HW_NLIMITS],
+			  bool have[HW_NLIMITS]);
+int hw_parse_cap_mask(const char *text, uint64_t *val);
 void hw_add_device(struct hw_marks *m, const struct hw_device *d);
 void hw_merge_marks(struct hw_marks *into, const struct hw_marks *from);
 

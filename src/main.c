@@ -6,12 +6,15 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hw.h"
@@ -22,6 +25,7 @@ static const char usage[] =
 "usage: highwater run [OPTIONS] [--] CMD [ARGS...]   profile CMD until it and its descendants end\n"
 "       highwater show [OPTIONS] PID                 the marks of a running process\n"
 "       highwater cgroup [OPTIONS] PATH              the marks of a cgroup and its processes\n"
+"       highwater unit [OPTIONS] NAME                the same for a systemd unit's cgroup\n"
 "       highwater merge [OPTIONS] FILE.json...       the maximum of several JSON reports\n"
 "\n"
 "options:\n"
@@ -160,6 +164,16 @@ static void collect_tree(const char *dir, struct hw_marks *m, int depth)
 	closedir(d);
 }
 
+/* The cgroup2 mount point into @mount, or a message and an exit code. */
+static int cgroup2_mount(char *mount, size_t size)
+{
+	if (hw_cgroup2_mount(mount, size)) {
+		hw_warn("no cgroup2 file system is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
+		return HW_EX_UNAVAILABLE;
+	}
+	return 0;
+}
+
 /* highwater cgroup PATH: a path, or one relative to the cgroup2 mount */
 static int cmd_cgroup(const char *arg, struct hw_marks *m)
 {
@@ -167,10 +181,9 @@ static int cmd_cgroup(const char *arg, struct hw_marks *m)
 	struct stat st;
 	int r;
 
-	if (hw_cgroup2_mount(mount, sizeof(mount))) {
-		hw_warn("no cgroup2 file system is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
-		return HW_EX_UNAVAILABLE;
-	}
+	r = cgroup2_mount(mount, sizeof(mount));
+	if (r)
+		return r;
 	if (!strncmp(arg, mount, strlen(mount)))
 		snprintf(dir, sizeof(dir), "%s", arg);
 	else
@@ -182,15 +195,119 @@ static int cmd_cgroup(const char *arg, struct hw_marks *m)
 	}
 	snprintf(m->command, sizeof(m->command), "cgroup %s", dir + strlen(mount));
 	snprintf(m->cgroup, sizeof(m->cgroup), "%s", dir + strlen(mount));
+	/* The living processes first: the cgroup's marks above theirs are of exited ones. */
+	collect_tree(dir, m, 0);
 	r = hw_collect_cgroup(dir, m);
 	if (r) {
 		hw_warn("cannot read the cgroup %s: %s", dir, strerror(-r));
 		return errno_exit(-r);
 	}
-	collect_tree(dir, m, 0);
-	if (!m->processes)
+	if (!m->processes && !m->have_cgroup_marks)
 		hw_note(m, "rlimit peaks and capabilities: no process is left in the cgroup to read them from");
 	return 0;
+}
+
+/*
+ * The control group of systemd unit @unit, as systemctl shows it, into @path
+ * (relative to the cgroup2 mount).  0; 1 when systemctl cannot tell (not
+ * installed, or systemd is not running); -1 when it says the unit has none.
+ */
+static int systemctl_control_group(const char *unit, char *path, size_t size)
+{
+	int p[2], status;
+	ssize_t n = 0, r;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return 1;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return 1;
+	}
+	if (!pid) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(p[1], STDOUT_FILENO);
+		if (null >= 0)
+			dup2(null, STDERR_FILENO);	/* the search says why */
+		execlp("systemctl", "systemctl", "show", "--property=ControlGroup",
+		       "--value", "--", unit, (char *)NULL);
+		_exit(HW_EX_NOT_FOUND);
+	}
+	close(p[1]);
+	while (n < (ssize_t)size - 1 &&
+	       (r = read(p[0], path + n, size - 1 - n)) > 0)
+		n += r;
+	close(p[0]);
+	path[n] = '\0';
+	path[strcspn(path, "\n")] = '\0';
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return 1;
+	return path[0] ? 0 : -1;
+}
+
+/* Without systemctl: the first directory named @unit under @dir. */
+static bool find_cgroup(const char *dir, const char *unit, char *out,
+			size_t size, int depth)
+{
+	struct dirent *de;
+	char path[1024];
+	bool found = false;
+	DIR *d;
+
+	if (depth > 16 || !(d = opendir(dir)))
+		return false;
+	while (!found && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!strcmp(de->d_name, unit)) {
+			snprintf(out, size, "%s", path);
+			found = true;
+		} else {
+			found = find_cgroup(path, unit, out, size, depth + 1);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* highwater unit NAME: a systemd unit's cgroup, as highwater cgroup reads it */
+static int cmd_unit(const char *arg, struct hw_marks *m)
+{
+	char mount[256], unit[256], path[1024], dir[1300];
+	int r;
+
+	if (!arg[0] || strchr(arg, '/'))
+		return usage_error("'%s' is not a unit name (such as nginx.service)", arg);
+	/* systemctl's default suffix, for the search of the tree too */
+	snprintf(unit, sizeof(unit), "%s%s", arg, strchr(arg, '.') ? "" : ".service");
+	r = cgroup2_mount(mount, sizeof(mount));
+	if (r)
+		return r;
+	r = systemctl_control_group(unit, path, sizeof(path));
+	if (r < 0) {
+		hw_warn("%s has no control group: it is not running, or not loaded (systemctl status %s)",
+			unit, unit);
+		return HW_EX_NOINPUT;
+	}
+	if (r > 0) {
+		/* No systemctl, or no systemd (a container, a chroot): search. */
+		if (!find_cgroup(mount, unit, dir, sizeof(dir), 0)) {
+			hw_warn("no cgroup named %s under %s, and systemctl could not tell (is systemd running?)",
+				unit, mount);
+			return HW_EX_NOINPUT;
+		}
+	} else {
+		snprintf(dir, sizeof(dir), "%s%s", mount, path);
+	}
+	r = cmd_cgroup(dir, m);
+	if (!r)
+		snprintf(m->command, sizeof(m->command), "unit %s", unit);
+	return r;
 }
 
 /* highwater merge FILE.json... */
@@ -225,6 +342,60 @@ static int cmd_merge(char **files, int n, struct hw_marks *m)
 	return 0;
 }
 
+/* What a command gets: its arguments, run's options, the marks to fill. */
+struct call {
+	char **argv;
+	int argc;
+	const struct hw_run_opts *ro;
+	struct hw_marks *m;
+};
+
+static int verb_run(const struct call *c)
+{
+	int code = hw_run(c->argv, c->ro, c->m);
+
+	/* A run reports whatever it read, unless nothing ran at all. */
+	return code == HW_EX_SOFTWARE && c->m->exit_status < 0 ? -code : code;
+}
+
+static int verb_show(const struct call *c)
+{
+	return cmd_show(c->argv[0], c->m);
+}
+
+static int verb_cgroup(const struct call *c)
+{
+	return cmd_cgroup(c->argv[0], c->m);
+}
+
+static int verb_unit(const struct call *c)
+{
+	return cmd_unit(c->argv[0], c->m);
+}
+
+static int verb_merge(const struct call *c)
+{
+	return cmd_merge(c->argv, c->argc, c->m);
+}
+
+/*
+ * The commands.  fn returns 0 or an exit code; a failed command prints no
+ * report, except run, which reports what it read (a negative code: nothing).
+ */
+static const struct verb {
+	const char *name;
+	int (*fn)(const struct call *c);
+	int max_args;		/* at least one */
+	const char *needs;	/* for the usage error */
+	bool runs;		/* takes --timeout and --cgroup-parent */
+} verbs[] = {
+	{ "run", verb_run, INT_MAX, "a command to run", true },
+	{ "show", verb_show, 1, "one process ID", false },
+	{ "cgroup", verb_cgroup, 1, "one cgroup path", false },
+	{ "unit", verb_unit, 1, "one systemd unit name", false },
+	{ "merge", verb_merge, INT_MAX, "one or more JSON files", false },
+};
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -238,6 +409,7 @@ int main(int argc, char **argv)
 	};
 	static struct hw_marks marks;
 	struct hw_run_opts ro = { 0 };
+	const struct verb *verb = NULL;
 	const char *sub, *output = NULL;
 	int format = HW_TEXT, margin = DEFAULT_MARGIN, c, code;
 	FILE *out = stdout;
@@ -250,9 +422,11 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (strcmp(sub, "run") && strcmp(sub, "show") && strcmp(sub, "cgroup") &&
-	    strcmp(sub, "merge"))
-		return usage_error("unknown command '%s': use run, show, cgroup or merge", sub);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strcmp(sub, verbs[i].name))
+			verb = &verbs[i];
+	if (!verb)
+		return usage_error("unknown command '%s': use run, show, cgroup, unit or merge", sub);
 
 	argv++, argc--;
 	while ((c = getopt_long(argc, argv, "+f:m:o:t:p:h", longopts, NULL)) != -1) {
@@ -273,13 +447,13 @@ int main(int argc, char **argv)
 			output = optarg;
 			break;
 		case 't':
-			if (strcmp(sub, "run"))
+			if (!verb->runs)
 				return usage_error("--timeout is an option of run");
 			if (parse_timeout(optarg, &ro.timeout))
 				return usage_error("--timeout takes a positive number of seconds (or with m or h), not '%s'", optarg);
 			break;
 		case 'p':
-			if (strcmp(sub, "run"))
+			if (!verb->runs)
 				return usage_error("--cgroup-parent is an option of run");
 			ro.cgroup_parent = optarg;
 			break;
@@ -292,12 +466,8 @@ int main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (!strcmp(sub, "run") ? argc < 1 : !strcmp(sub, "merge") ? argc < 1 : argc != 1)
-		return usage_error("%s needs %s", sub,
-				   !strcmp(sub, "run") ? "a command to run" :
-				   !strcmp(sub, "show") ? "one process ID" :
-				   !strcmp(sub, "cgroup") ? "one cgroup path" :
-				   "one or more JSON files");
+	if (argc < 1 || argc > verb->max_args)
+		return usage_error("%s needs %s", sub, verb->needs);
 
 	/* Open the output first: a bad path must fail before anything runs. */
 	if (output) {
@@ -309,19 +479,11 @@ int main(int argc, char **argv)
 	}
 
 	hw_marks_init(&marks);
-	if (!strcmp(sub, "run")) {
-		code = hw_run(argv, &ro, &marks);
-		if (code == HW_EX_SOFTWARE && marks.exit_status < 0)
-			goto out;	/* nothing ran */
-	} else if (!strcmp(sub, "show")) {
-		code = cmd_show(argv[0], &marks);
-	} else if (!strcmp(sub, "cgroup")) {
-		code = cmd_cgroup(argv[0], &marks);
-	} else {
-		code = cmd_merge(argv, argc, &marks);
-	}
-	if (code && strcmp(sub, "run"))
+	code = verb->fn(&(struct call){ argv, argc, &ro, &marks });
+	if (code < 0 || (code && !verb->runs)) {
+		code = abs(code);
 		goto out;
+	}
 	hw_report(out, &marks, format, margin);
 	if (fflush(out)) {
 		hw_warn("cannot write the report: %s", strerror(errno));
@@ -330,7 +492,7 @@ int main(int argc, char **argv)
 out:
 	if (output) {
 		fclose(out);
-		if (code && strcmp(sub, "run"))
+		if (code && !verb->runs)
 			unlink(output);	/* no half report left behind */
 	}
 	return code;

@@ -304,7 +304,50 @@ int hw_parse_memory_stat(const char *text, const char *key, uint64_t *val)
 	return -1;
 }
 
-/* Add @d, widening an entry of the same device (or wildcard) if present. */
+/*
+ * A cgroup's rlimits.peak ("nofile 303" a line) into @peak, indexed as
+ * hw_limits, with @have[i] set for each key read.  A key this highwater does
+ * not know (a newer kernel's) is skipped.  0, or -1 on a malformed line.
+ */
+int hw_parse_rlimits_peak(const char *text, uint64_t peak[HW_NLIMITS],
+			  bool have[HW_NLIMITS])
+{
+	while (*text) {
+		size_t klen = strspn(text, "abcdefghijklmnopqrstuvwxyz");
+		char key[32], *end;
+		uint64_t v;
+		int i;
+
+		if (!klen || klen >= sizeof(key) || text[klen] != ' ' ||
+		    !isdigit((unsigned char)text[klen + 1]))
+			return -1;
+		errno = 0;
+		v = strtoull(text + klen + 1, &end, 10);
+		if (errno || (*end != '\n' && *end))
+			return -1;
+		memcpy(key, text, klen);
+		key[klen] = '\0';
+		i = hw_limit_index(key);
+		if (i >= 0) {
+			peak[i] = v;
+			have[i] = true;
+		}
+		text = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+/* A cgroup's capabilities.used: 16 hexadecimal digits, as CapUsd. */
+int hw_parse_cap_mask(const char *text, uint64_t *val)
+{
+	char *end;
+
+	if (strspn(text, "0123456789abcdef") != 16)
+		return -1;
+	*val = strtoull(text, &end, 16);
+	return *end == '\n' && !end[1] ? 0 : *end ? -1 : 0;
+}
+
 /* Does @e, a line of devices.accessed, cover device @d? */
 static bool device_covers(const struct hw_device *e, const struct hw_device *d)
 {
@@ -441,8 +484,9 @@ void hw_merge_marks(struct hw_marks *into, const struct hw_marks *from)
 		struct hw_limit *a = &into->lim[i];
 		const struct hw_limit *b = &from->lim[i];
 
-		if (b->have_peak) {
-			a->peak = a->have_peak ? max_u64(a->peak, b->peak) : b->peak;
+		if (b->have_peak && (!a->have_peak || b->peak > a->peak)) {
+			a->peak = b->peak;
+			a->exited = b->exited;
 			a->have_peak = true;
 		}
 		if (b->have_limit && !a->have_limit) {

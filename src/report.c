@@ -177,6 +177,26 @@ static void row(FILE *out, const char *name, const char *peak,
 	fprintf(out, "%s\n", line);
 }
 
+/* Which marks only processes that have exited had: the cgroup kept them. */
+static void exited_line(FILE *out, const struct hw_marks *m)
+{
+	const char *sep = "";
+
+	fprintf(out, "From processes that have exited (kept by the cgroup): ");
+	for (int i = 0; i < HW_NLIMITS; i++)
+		if (m->lim[i].exited) {
+			fprintf(out, "%s%s", sep, hw_limits[i].proc_name);
+			sep = ", ";
+		}
+	if (m->cap_used_exited) {
+		fprintf(out, "%s", sep);
+		cap_list(out, m->cap_used_exited, " ", false);
+		sep = ", ";
+	}
+	fprintf(out, "%s.\n", *sep ? "; the rest from the processes living now" :
+		"nothing above what the processes living now have");
+}
+
 static void report_text(FILE *out, const struct hw_marks *m, int margin)
 {
 	char peak[32], limit[32], rec[48], buf[160];
@@ -289,6 +309,8 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 	if (m->have_memory_peak)
 		fprintf(out, "Memory: MemoryMax from memory.peak, which includes page cache%s.\n",
 			memory_advice(m, margin).high ? "; MemoryHigh from the part that is not cache" : "");
+	if (m->have_cgroup_marks && m->exit_status < 0)	/* not a run */
+		exited_line(out, m);
 	if (m->timed_out)
 		fprintf(out, "The run was stopped by --timeout: the peaks are those reached until then.\n");
 	for (int i = 0; i < m->nnotes; i++)
@@ -356,7 +378,10 @@ static void report_json(FILE *out, const struct hw_marks *m)
 		fprintf(out, "    \"%s\": {", hw_limits[i].key);
 		json_u64(out, "peak", l->have_peak, l->peak, ", ");
 		json_u64(out, "soft", l->have_limit, l->soft, ", ");
-		json_u64(out, "hard", l->have_limit, l->hard, "}");
+		json_u64(out, "hard", l->have_limit, l->hard, "");
+		if (m->have_cgroup_marks)
+			fprintf(out, ", \"exited\": %s", l->exited ? "true" : "false");
+		fprintf(out, "}");
 		fprintf(out, "%s\n", i < HW_NLIMITS - 1 ? "," : "");
 	}
 	fprintf(out, "  },\n  \"capabilities\": {\"used\": ");
@@ -364,6 +389,10 @@ static void report_json(FILE *out, const struct hw_marks *m)
 		json_caps(out, m->cap_used);
 	else
 		fprintf(out, "null");
+	if (m->have_cgroup_marks) {
+		fprintf(out, ", \"used_exited\": ");
+		json_caps(out, m->cap_used_exited);
+	}
 	fprintf(out, ", \"ambient\": ");
 	if (m->have_cap_amb)
 		json_caps(out, m->cap_amb);

@@ -275,28 +275,40 @@ static void show_process(void)
 	       "show PID names the process's cgroup for its cgroup marks: '%s'", want);
 }
 
-/* highwater cgroup PATH: a cgroup the demo ran in, after it is gone */
+/*
+ * highwater cgroup PATH and unit NAME: a cgroup the demo ran in, after its
+ * processes exited (reaped by this test, not by highwater).  The series keeps
+ * no per-cgroup rlimit or capability marks yet, so both say that no process
+ * is left to read them from, rather than print a value.
+ */
 static void show_cgroup(void)
 {
-	const char *cg = "/sys/fs/cgroup/highwater-test-cgroup";
+	const char *cg = "/sys/fs/cgroup/highwater-test.service";
+	static char text[16384];
 	struct hw_marks m;
 	char msg[200];
 	int status;
 
 	write_file("/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory");
 	mkdir(cg, 0755);
-	spawn_capture((char *[]){ "sh", "-c", "echo $$ > /sys/fs/cgroup/highwater-test-cgroup/cgroup.procs && exec \"$0\" -q",
+	spawn_capture((char *[]){ "sh", "-c", "echo $$ > /sys/fs/cgroup/highwater-test.service/cgroup.procs && exec \"$0\" -q",
 				  (char *)built("workloads/demo"), NULL },
 		      out, sizeof(out), err, sizeof(err));
 	status = spawn_capture((char *[]){ (char *)built("highwater"), "cgroup", "-f", "json",
-					   "highwater-test-cgroup", NULL },
+					   "highwater-test.service", NULL },
 			       out, sizeof(out), err, sizeof(err));
 	tap_ok(status == 0 && hw_json_read(out, &m, msg, sizeof(msg)) == 0 &&
 	       m.pids_peak == 9 && m.memory_peak >= 32 << 20 && m.ndevices == 2 &&
 	       has_device(&m, 'c', 1, 5, HW_ACC_READ) && m.processes == 0 &&
+	       !m.have_cgroup_marks &&
 	       hw_has_note(&m, "rlimit peaks and capabilities: no process is left"),
 	       "cgroup PATH: pids.peak %llu, memory.peak %llu, %d devices of the demo it ran; no process left to read",
 	       (unsigned long long)m.pids_peak, (unsigned long long)m.memory_peak, m.ndevices);
+	status = spawn_capture((char *[]){ (char *)built("highwater"), "unit", "highwater-test", NULL },
+			       text, sizeof(text), err, sizeof(err));
+	tap_ok(status == 0 && strstr(text, "highwater-test.service") &&
+	       strstr(text, "no process is left") && !strstr(text, "have exited (kept by the cgroup)"),
+	       "unit NAME without systemd: found in the cgroup tree, reported as cgroup PATH (%s)", err);
 	remove_cgroup(cg);
 	write_file("/sys/fs/cgroup/cgroup.subtree_control", "-memory -pids");
 }
@@ -342,7 +354,7 @@ static void systemd_accepts(void)
 
 int main(void)
 {
-	tap_plan(30);
+	tap_plan(31);
 	demo();
 	daemon_outlives_parent();
 	exit_statuses();

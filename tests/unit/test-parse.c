@@ -196,6 +196,82 @@ static void read_file_sizes(void)
 	unlink(path);
 }
 
+/* rlimits.peak and capabilities.used of a cgroup, and what they add. */
+static void cgroup_marks_files(void)
+{
+	uint64_t peak[HW_NLIMITS] = { 0 }, caps = 0;
+	bool have[HW_NLIMITS] = { false };
+
+	tap_ok(hw_parse_rlimits_peak("cpu 1\nnofile 303\nmemlock 65536\nnewkey 9\n",
+				     peak, have) == 0 &&
+	       have[0] && peak[0] == 1 && have[7] && peak[7] == 303 &&
+	       have[8] && peak[8] == 65536 && !have[1],
+	       "rlimits.peak: keys by name, an unknown (newer) key skipped");
+	tap_ok(hw_parse_rlimits_peak("nofile\n", peak, have) == -1 &&
+	       hw_parse_rlimits_peak("nofile 3x\n", peak, have) == -1 &&
+	       hw_parse_rlimits_peak("nofile -1\n", peak, have) == -1,
+	       "rlimits.peak: a line without a number is refused");
+	tap_ok(hw_parse_cap_mask("0000000000000401\n", &caps) == 0 && caps == 0x401 &&
+	       hw_parse_cap_mask("401\n", &caps) == -1 &&
+	       hw_parse_cap_mask("0000000000000401 x\n", &caps) == -1,
+	       "capabilities.used: 16 hex digits, nothing else");
+}
+
+static int write_at(const char *dir, const char *file, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/*
+ * A cgroup whose rlimits.peak is above its living processes' marks: those
+ * peaks and capabilities are of exited processes, and the report says so.
+ */
+static void cgroup_marks_exited(void)
+{
+	char dir[] = "/tmp/hw-test-cgroup-XXXXXX", path[300];
+	struct hw_marks m;
+
+	if (!mkdtemp(dir) || write_at(dir, "cgroup.procs", "") ||
+	    write_at(dir, "rlimits.peak", "cpu 1\nnofile 303\nmemlock 4096\n") ||
+	    write_at(dir, "capabilities.used", "0000000000000401\n"))
+		return (void)tap_ok(0, "cannot make a cgroup directory in /tmp");
+	hw_marks_init(&m);
+	/* A living process had NOFILE 400 and CAP_CHOWN. */
+	m.lim[7].have_peak = true;
+	m.lim[7].peak = 400;
+	m.have_cap_used = true;
+	m.cap_used = 1;
+	tap_ok(hw_collect_cgroup(dir, &m) == 0 && m.have_cgroup_marks &&
+	       m.lim[7].peak == 400 && !m.lim[7].exited &&
+	       m.lim[8].peak == 4096 && m.lim[8].exited &&
+	       m.lim[0].peak == 1 && m.lim[0].exited &&
+	       m.cap_used == 0x401 && m.cap_used_exited == 0x400,
+	       "cgroup marks above the living processes' are marked exited");
+	write_at(dir, "capabilities.used", "zz\n");
+	hw_marks_init(&m);
+	tap_ok(hw_collect_cgroup(dir, &m) == 0 && !m.have_cgroup_marks &&
+	       !m.lim[8].have_peak &&
+	       hw_has_note(&m, "marks of exited processes: cannot read"),
+	       "a malformed capabilities.used: nothing invented, a note says so");
+	snprintf(path, sizeof(path), "%s/rlimits.peak", dir);
+	unlink(path);
+	hw_marks_init(&m);
+	tap_ok(hw_collect_cgroup(dir, &m) == 0 && !m.have_cgroup_marks &&
+	       hw_has_note(&m, "marks of exited processes: no rlimits.peak in the cgroup"),
+	       "a kernel without the files: a note says only living processes count");
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	if (system(path))
+		tap_diag("could not remove %s", dir);
+}
+
 static void devices(void)
 {
 	struct hw_marks m;
@@ -246,7 +322,7 @@ static void numbers(void)
 int main(int argc, char **argv)
 {
 	dir = argc > 1 ? argv[1] : "tests/fixtures";
-	tap_plan(29);
+	tap_plan(35);
 	limits_with_series();
 	limits_mainline();
 	limits_maximum();
@@ -255,5 +331,7 @@ int main(int argc, char **argv)
 	devices();
 	numbers();
 	read_file_sizes();
+	cgroup_marks_files();
+	cgroup_marks_exited();
 	return tap_exit();
 }
