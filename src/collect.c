@@ -265,6 +265,7 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 	if (r >= 0) {
 		if (hw_parse_devices(buf, m))
 			hw_note(m, "devices accessed: %s/devices.accessed has a format this highwater does not know", dir);
+		hw_name_devices(m);
 	} else {
 		hw_note(m, "devices accessed: the cgroup has no devices.accessed (kernel without the highwater series)");
 	}

@@ -75,6 +75,12 @@ struct hw_device {
 	char type;		/* 'c' or 'b' */
 	uint32_t major, minor;	/* HW_ANY for "*" */
 	unsigned int access;	/* HW_ACC_* */
+	/*
+	 * Its name on the host that was measured ("/dev/null", "char-pts"),
+	 * found when the marks were read there and carried in the JSON
+	 * report; "" when that host had none.  Never looked up elsewhere.
+	 */
+	char name[64];
 };
 
 struct hw_marks {
@@ -108,8 +114,12 @@ struct hw_marks {
 	int ndevices;
 	struct hw_device devices[HW_MAX_DEVICES];
 
-	/* Marks that could not be read, and why: one line each */
-	int nnotes;
+	/*
+	 * Marks that could not be read, and why: one line each.  A full table
+	 * gives its last line to a count of the notes not kept, and a note too
+	 * long for a line ends in "...": nothing is lost without a word.
+	 */
+	int nnotes, notes_dropped;
 	char notes[HW_MAX_NOTES][200];
 };
 
@@ -144,6 +154,8 @@ uint64_t hw_round_count(uint64_t v);
 void hw_format_bytes(uint64_t v, char *buf, size_t size);	/* "61M" */
 uint64_t hw_bytes_rounded(uint64_t v);	/* the value hw_format_bytes shows */
 int hw_device_name(const struct hw_device *d, char *buf, size_t size);
+void hw_name_devices(struct hw_marks *m);
+int hw_parse_device_id(const char *s, struct hw_device *d);
 
 /* report.c */
 enum hw_format { HW_TEXT, HW_JSON, HW_SYSTEMD, HW_DOCKER };

@@ -376,6 +376,28 @@ static int device_item(struct parser *ps, const char *s, void *ctx)
 	return 0;
 }
 
+/* "device_names": {"c 1:3": "/dev/null"}: names of listed devices only */
+static int device_name_member(struct parser *ps, const char *key, void *ctx)
+{
+	struct hw_marks *m = ctx;
+	struct hw_device id;
+	char name[sizeof(id.name)];
+
+	if (string(ps, name, sizeof(name)))
+		return -1;
+	if (hw_parse_device_id(key, &id) || id.major == HW_ANY)
+		return fail(ps, "bad device \"%s\" in \"device_names\"", key);
+	for (int i = 0; i < m->ndevices; i++) {
+		struct hw_device *d = &m->devices[i];
+
+		if (d->type == id.type && d->major == id.major && d->minor == id.minor) {
+			strcpy(d->name, name);
+			return 0;
+		}
+	}
+	return fail(ps, "\"device_names\" names \"%s\", which \"devices\" does not list", key);
+}
+
 static int note_item(struct parser *ps, const char *s, void *ctx)
 {
 	(void)ps;
@@ -431,6 +453,8 @@ static int top_member(struct parser *ps, const char *key, void *ctx)
 		return object(ps, m, memory_member);
 	if (!strcmp(key, "devices"))
 		return string_array(ps, &m->have_devices, m, device_item);
+	if (!strcmp(key, "device_names"))
+		return object(ps, m, device_name_member);
 	if (!strcmp(key, "unavailable"))
 		return string_array(ps, &have, m, note_item);
 	return skip_value(ps, 0);

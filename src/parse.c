@@ -117,13 +117,22 @@ void hw_note(struct hw_marks *m, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	if (vsnprintf(line, sizeof(line), fmt, ap) >= (int)sizeof(line))
+		strcpy(line + sizeof(line) - 4, "...");
 	va_end(ap);
 	for (int i = 0; i < m->nnotes; i++)
 		if (!strcmp(m->notes[i], line))
 			return;
-	if (m->nnotes < HW_MAX_NOTES)
+	if (m->nnotes < HW_MAX_NOTES - 1 && !m->notes_dropped) {
 		strcpy(m->notes[m->nnotes++], line);
+		return;
+	}
+	/* The last line counts what did not fit, this note included. */
+	if (!m->notes_dropped++)
+		m->notes_dropped += m->nnotes - (HW_MAX_NOTES - 1);
+	m->nnotes = HW_MAX_NOTES;
+	snprintf(m->notes[HW_MAX_NOTES - 1], sizeof(m->notes[0]),
+		 "%d more notes not kept (a report keeps %d)", m->notes_dropped, HW_MAX_NOTES - 1);
 }
 
 int hw_parse_u64(const char *text, uint64_t *val)
@@ -390,6 +399,8 @@ void hw_add_device(struct hw_marks *m, const struct hw_device *d)
 		if (e->type == d->type && e->major == d->major &&
 		    e->minor == d->minor) {
 			e->access |= d->access;
+			if (!e->name[0])
+				strcpy(e->name, d->name);
 			return;
 		}
 		/* A wider line that allows it already (after a widening, say). */
@@ -414,10 +425,11 @@ void hw_add_device(struct hw_marks *m, const struct hw_device *d)
 		w.minor = HW_ANY;
 	else
 		w.major = w.minor = HW_ANY;
+	w.name[0] = '\0';	/* named where the marks were read, if at all */
 	if (fold_into(m, w))
 		return;
-	fold_into(m, (struct hw_device){ chars * 2 >= m->ndevices ? 'c' : 'b',
-					 HW_ANY, HW_ANY, 0 });
+	fold_into(m, (struct hw_device){ .type = chars * 2 >= m->ndevices ? 'c' : 'b',
+					 .major = HW_ANY, .minor = HW_ANY });
 	/* Room now: the larger type had at least half of the lines. */
 	fold_into(m, w);
 }
@@ -437,6 +449,20 @@ static int parse_majmin(const char *s, uint32_t *v)
 	if (*end || n >= HW_ANY)
 		return -1;
 	*v = n;
+	return 0;
+}
+
+/* "c 1:3" or "c 136:*": a device without its access, as JSON names it */
+int hw_parse_device_id(const char *s, struct hw_device *d)
+{
+	char type, majs[16], mins[16], end;
+
+	memset(d, 0, sizeof(*d));
+	if (sscanf(s, "%c %15[^:]:%15s%c", &type, majs, mins, &end) != 3 ||
+	    (type != 'c' && type != 'b') ||
+	    parse_majmin(majs, &d->major) || parse_majmin(mins, &d->minor))
+		return -1;
+	d->type = type;
 	return 0;
 }
 

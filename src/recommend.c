@@ -170,30 +170,47 @@ static void find_node(const char *dir, const struct hw_device *d, int depth,
  *   /dev/null      a single device with a node under /dev
  *   char-pts       every minor of a major, by its /proc/devices group
  *   char-*         every device of the type
- * Returns 0, or -1 when the device has no such name (no node, no group):
- * then @buf gets the devices.list form, "c 240:5".
+ * Returns 0, or -1 when the measured host gave it no such name (no node, no
+ * group; see hw_name_devices): then @buf gets the devices.list form, "c 240:5".
  */
 int hw_device_name(const struct hw_device *d, char *buf, size_t size)
 {
-	const char *type = d->type == 'c' ? "char" : "block";
-	char name[64];
-
 	if (d->major == HW_ANY) {
-		snprintf(buf, size, "%s-*", type);
+		snprintf(buf, size, "%s-*", d->type == 'c' ? "char" : "block");
 		return 0;
 	}
-	if (d->minor == HW_ANY) {
-		if (!proc_devices_name(d->type, d->major, name, sizeof(name))) {
-			snprintf(buf, size, "%s-%s", type, name);
-			return 0;
-		}
+	if (d->name[0]) {
+		snprintf(buf, size, "%s", d->name);
+		return 0;
+	}
+	if (d->minor == HW_ANY)
 		snprintf(buf, size, "%c %u:*", d->type, d->major);
-		return -1;
-	}
-	buf[0] = '\0';
-	find_node("/dev", d, 0, buf, size);
-	if (buf[0])
-		return 0;
-	snprintf(buf, size, "%c %u:%u", d->type, d->major, d->minor);
+	else
+		snprintf(buf, size, "%c %u:%u", d->type, d->major, d->minor);
 	return -1;
+}
+
+/*
+ * Name the devices from this host's /dev and /proc/devices: called where the
+ * marks are read, so that a report printed or merged elsewhere keeps the
+ * names of the host measured.  A name too long to keep stays unknown.
+ */
+void hw_name_devices(struct hw_marks *m)
+{
+	for (int i = 0; i < m->ndevices; i++) {
+		struct hw_device *d = &m->devices[i];
+		char found[512] = "", group[64];
+
+		if (d->name[0] || d->major == HW_ANY)
+			continue;
+		if (d->minor == HW_ANY) {
+			if (!proc_devices_name(d->type, d->major, group, sizeof(group)))
+				snprintf(found, sizeof(found), "%s-%s",
+					 d->type == 'c' ? "char" : "block", group);
+		} else {
+			find_node("/dev", d, 0, found, sizeof(found));
+		}
+		if (strlen(found) < sizeof(d->name))
+			strcpy(d->name, found);
+	}
 }

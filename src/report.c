@@ -421,7 +421,18 @@ static void report_json(FILE *out, const struct hw_marks *m)
 			devices_list_line(&m->devices[i], line, sizeof(line));
 			fprintf(out, "%s\"%s\"", i ? ", " : "", line);
 		}
-		fprintf(out, "]");
+		fprintf(out, "],\n  \"device_names\": {");
+		for (int i = 0, n = 0; i < m->ndevices; i++) {
+			char line[64];
+
+			if (!m->devices[i].name[0])
+				continue;
+			devices_list_line(&m->devices[i], line, sizeof(line));
+			*strrchr(line, ' ') = '\0';	/* "c 1:3", no access */
+			fprintf(out, "%s\"%s\": ", n++ ? ", " : "", line);
+			json_string(out, m->devices[i].name);
+		}
+		fprintf(out, "}");
 	}
 	fprintf(out, ",\n  \"unavailable\": [");
 	for (int i = 0; i < m->nnotes; i++) {
@@ -507,7 +518,7 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 
 			access_str(m->devices[i].access, acc);
 			if (hw_device_name(&m->devices[i], name, sizeof(name)))
-				fprintf(out, "# %s %s: no node under /dev and no /proc/devices group to name it\n",
+				fprintf(out, "# %s %s: the host measured had no node under /dev or /proc/devices group to name it\n",
 					name, acc);
 			else
 				fprintf(out, "DeviceAllow=%s %s\n", name, acc);

@@ -148,23 +148,23 @@ static void widened(void)
 	hw_marks_init(&m);
 	hw_parse_devices("", &m);
 	for (uint32_t i = 0; i < 300; i++) {
-		struct hw_device d = { 'c', 4000, i, i % 2 ? HW_ACC_READ : HW_ACC_WRITE };
+		struct hw_device d = { 'c', 4000, i, i % 2 ? HW_ACC_READ : HW_ACC_WRITE, "" };
 
 		hw_add_device(&m, &d);
 	}
 	for (uint32_t i = 0; i < 300; i++)
 		all &= allowed(&m, &(struct hw_device){ 'c', 4000, i,
-							i % 2 ? HW_ACC_READ : HW_ACC_WRITE });
+							i % 2 ? HW_ACC_READ : HW_ACC_WRITE, "" });
 	tap_ok(all && m.ndevices <= HW_MAX_DEVICES && hw_has_note(&m, "exact devices"),
 	       "300 devices of one major: every one still allowed (4000:*), and a note");
 	hw_marks_init(&m);
 	hw_parse_devices("", &m);
 	for (uint32_t i = 0; i < HW_MAX_DEVICES; i++)
-		hw_add_device(&m, &(struct hw_device){ 'b', 8 + i, 0, HW_ACC_READ });
-	hw_add_device(&m, &(struct hw_device){ 'c', 7, 1, HW_ACC_WRITE });
-	all = allowed(&m, &(struct hw_device){ 'c', 7, 1, HW_ACC_WRITE });
+		hw_add_device(&m, &(struct hw_device){ 'b', 8 + i, 0, HW_ACC_READ, "" });
+	hw_add_device(&m, &(struct hw_device){ 'c', 7, 1, HW_ACC_WRITE, "" });
+	all = allowed(&m, &(struct hw_device){ 'c', 7, 1, HW_ACC_WRITE, "" });
 	for (uint32_t i = 0; i < HW_MAX_DEVICES; i++)
-		all &= allowed(&m, &(struct hw_device){ 'b', 8 + i, 0, HW_ACC_READ });
+		all &= allowed(&m, &(struct hw_device){ 'b', 8 + i, 0, HW_ACC_READ, "" });
 	tap_ok(all && m.ndevices <= HW_MAX_DEVICES,
 	       "a full list of block devices and a new char device: all still allowed");
 }
@@ -194,6 +194,29 @@ static void read_file_sizes(void)
 	       r1, r2, r3);
 	free(all);
 	unlink(path);
+}
+
+/* Notes past the table and past a line are counted and marked, not lost. */
+static void notes_overflow(void)
+{
+	static struct hw_marks m;
+	char long_note[400];
+
+	hw_marks_init(&m);
+	for (int i = 0; i < HW_MAX_NOTES + 4; i++)
+		hw_note(&m, "note %d", i);
+	hw_note(&m, "note 3");	/* kept already: not counted again */
+	tap_ok(m.nnotes == HW_MAX_NOTES && !strcmp(m.notes[HW_MAX_NOTES - 2], "note 14") &&
+	       !strcmp(m.notes[HW_MAX_NOTES - 1], "5 more notes not kept (a report keeps 15)"),
+	       "notes past the table: the last line counts them (%d lines, last '%s')",
+	       m.nnotes, m.notes[HW_MAX_NOTES - 1]);
+	hw_marks_init(&m);
+	memset(long_note, 'n', sizeof(long_note) - 1);
+	long_note[sizeof(long_note) - 1] = '\0';
+	hw_note(&m, "%s", long_note);
+	tap_ok(m.nnotes == 1 && strlen(m.notes[0]) == sizeof(m.notes[0]) - 1 &&
+	       !strcmp(m.notes[0] + sizeof(m.notes[0]) - 4, "..."),
+	       "a note longer than a line ends in '...'");
 }
 
 /* rlimits.peak and capabilities.used of a cgroup, and what they add. */
@@ -322,7 +345,7 @@ static void numbers(void)
 int main(int argc, char **argv)
 {
 	dir = argc > 1 ? argv[1] : "tests/fixtures";
-	tap_plan(35);
+	tap_plan(37);
 	limits_with_series();
 	limits_mainline();
 	limits_maximum();
@@ -331,6 +354,7 @@ int main(int argc, char **argv)
 	devices();
 	numbers();
 	read_file_sizes();
+	notes_overflow();
 	cgroup_marks_files();
 	cgroup_marks_exited();
 	return tap_exit();

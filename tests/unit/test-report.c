@@ -58,9 +58,9 @@ static void set_limit(struct hw_marks *m, const char *key, uint64_t peak,
 /* A run of workloads/demo as root on the patched kernel. */
 static void demo_marks(struct hw_marks *m)
 {
-	struct hw_device null = { 'c', 1, 3, HW_ACC_READ | HW_ACC_WRITE };
-	struct hw_device zero = { 'c', 1, 5, HW_ACC_READ };
-	struct hw_device odd = { 'c', 240, HW_ANY, HW_ACC_MKNOD };
+	struct hw_device null = { 'c', 1, 3, HW_ACC_READ | HW_ACC_WRITE, "/dev/null" };
+	struct hw_device zero = { 'c', 1, 5, HW_ACC_READ, "/dev/zero" };
+	struct hw_device odd = { 'c', 240, HW_ANY, HW_ACC_MKNOD, "" };
 
 	hw_marks_init(m);
 	strcpy(m->command, "demo");
@@ -186,7 +186,7 @@ static void docker_many_devices(const struct hw_marks *demo)
 
 	m = *demo;
 	for (uint32_t minor = 0; minor < 100; minor++) {
-		struct hw_device d = { 'c', 4000, minor, HW_ACC_READ | HW_ACC_WRITE };
+		struct hw_device d = { 'c', 4000, minor, HW_ACC_READ | HW_ACC_WRITE, "" };
 
 		hw_add_device(&m, &d);
 	}
@@ -258,7 +258,7 @@ static void json_roundtrip(const struct hw_marks *m)
 static void merge(const struct hw_marks *m)
 {
 	struct hw_marks a, b;
-	struct hw_device tty = { 'c', 5, 0, HW_ACC_READ };
+	struct hw_device tty = { 'c', 5, 0, HW_ACC_READ, "/dev/tty" };
 	char err[200];
 
 	a = *m;
@@ -291,11 +291,40 @@ static void merge(const struct hw_marks *m)
 	       "json: unknown members are skipped");
 }
 
+/*
+ * Device names are those of the host measured, carried in the report: one
+ * read elsewhere names a device only where that host did ("c 1:5" is
+ * /dev/zero here, but the report did not name it), and keeps major:minor.
+ */
+static void device_names_from_report(void)
+{
+	static const char report[] =
+		"{\"schema\": \"highwater/1\", \"devices\": [\"c 1:3 rw\", \"c 1:5 r\", \"c 136:* rw\"],\n"
+		" \"device_names\": {\"c 1:3\": \"/dev/null\", \"c 136:*\": \"char-pts\"}}";
+	struct hw_marks m;
+	char err[200], *t = NULL;
+
+	if (hw_json_read(report, &m, err, sizeof(err)))
+		tap_diag("%s", err);
+	else
+		t = render(&m, HW_SYSTEMD, 25);
+	tap_ok(t && has_line(t, "DeviceAllow=/dev/null rw") && has_line(t, "DeviceAllow=char-pts rw") &&
+	       lacks(t, "/dev/zero") && strstr(t, "# c 1:5 r: the host measured had no node"),
+	       "a report's devices: named as the host measured named them, never after this host's /dev");
+	tap_ok(t && strstr(render(&m, HW_JSON, 25),
+			   "\"device_names\": {\"c 1:3\": \"/dev/null\", \"c 136:*\": \"char-pts\"}"),
+	       "json: device names written back as read");
+	tap_ok(hw_json_read("{\"schema\": \"highwater/1\", \"devices\": [\"c 1:3 rw\"], "
+			    "\"device_names\": {\"c 1:9\": \"/dev/x\"}}", &m, err, sizeof(err)) == -1 &&
+	       strstr(err, "c 1:9"),
+	       "json: a name for a device the report does not list is refused (%s)", err);
+}
+
 int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(30);
+	tap_plan(33);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
@@ -304,5 +333,6 @@ int main(void)
 	merge(&m);
 	systemd_format(&m);
 	mainline();
+	device_names_from_report();
 	return tap_exit();
 }
