@@ -12,10 +12,11 @@
 #   make checkpatch  checkpatch.pl --strict on every patch of the series
 #   make status      where build/linux stands against kernel/patches
 #   make bench       instructions per operation: unpatched, patched, kprobe/eBPF tracker
+#   make fuzz        the parsers under libFuzzer, ASan and UBSan (FUZZ_SECONDS=600 in all)
 #   make highwater   build the highwater command (build/highwater)
 #   make install     install it and its man page (PREFIX=/usr/local, DESTDIR)
 
-.PHONY: demo test reliability bench kernel tree export checkpatch status clean highwater install
+.PHONY: demo test reliability bench fuzz kernel tree export checkpatch status clean highwater install
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -44,6 +45,10 @@ reliability:
 
 bench:
 	bench/run
+
+FUZZ_SECONDS ?= 600
+fuzz:
+	tests/fuzz/run $(FUZZ_SECONDS)
 
 kernel:
 	vm/tree sync
