@@ -23,12 +23,16 @@ CFLAGS ?= -O2 -g
 HW_CFLAGS := -std=gnu11 -Wall -Wextra -Wformat=2 -Wshadow -Wno-format-nonliteral
 PREFIX ?= /usr/local
 HW_SRC := $(wildcard src/*.c)
+# json-c reads the JSON reports back (Debian: libjson-c-dev).
+HW_LIBS := -ljson-c
 
 highwater: build/highwater
 
 build/highwater: $(HW_SRC) src/hw.h
 	@mkdir -p build
-	$(CC) $(CFLAGS) $(HW_CFLAGS) -o $@ $(HW_SRC)
+	@test -e /usr/include/json-c/json.h || \
+		{ echo "highwater needs json-c's headers: apt-get install libjson-c-dev" >&2; exit 1; }
+	$(CC) $(CFLAGS) $(HW_CFLAGS) -o $@ $(HW_SRC) $(HW_LIBS)
 
 install: build/highwater
 	install -D -m 0755 build/highwater $(DESTDIR)$(PREFIX)/bin/highwater

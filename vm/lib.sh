@@ -62,6 +62,12 @@ hw_need_kernel_tools() {
 		qemu-system-x86_64:qemu-system-x86
 }
 
+# What the highwater command builds with: json-c reads its JSON reports.
+hw_need_tool_libs() {
+	mkdir -p "$HW_BUILD"
+	hw_need_pkgs gcc:gcc make:make /usr/include/json-c/json.h:libjson-c-dev
+}
+
 # hw_kmake SRC OUT MAKE-ARGS...: kbuild as every script here runs it, so that
 # what one builds is up to date for another (the same command lines) and
 # ccache hits across clones and output directories (paths relative to the
