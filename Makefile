@@ -3,6 +3,7 @@
 #   make demo        the main job: build the patched kernel, boot it, profile a workload
 #                    with highwater run (CMD='prog args' to profile another, FORMAT=systemd)
 #   make test        the test command: kernel, kselftests, project tests, one boot
+#   make check       the command's unit tests, man page and a fuzz smoke: no kernel, seconds
 #   make reliability the second test command (CI runs both): the suite on a debug
 #                    kernel, upstream selftests unpatched vs patched, builds of every
 #                    prefix and with options off, no new W=1 warning
@@ -16,7 +17,7 @@
 #   make highwater   build the highwater command (build/highwater)
 #   make install     install it and its man page (PREFIX=/usr/local, DESTDIR)
 
-.PHONY: demo test reliability bench fuzz kernel tree export checkpatch status clean highwater install
+.PHONY: demo test check reliability bench fuzz kernel tree export checkpatch status clean highwater install
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -25,6 +26,8 @@ PREFIX ?= /usr/local
 HW_SRC := $(wildcard src/*.c)
 # json-c reads the JSON reports back (Debian: libjson-c-dev).
 HW_LIBS := -ljson-c
+HW_LIB_SRC := $(filter-out src/main.c,$(HW_SRC))
+UNIT_TESTS := $(patsubst tests/unit/%.c,build/check/%,$(wildcard tests/unit/*.c))
 
 highwater: build/highwater
 
@@ -32,7 +35,28 @@ build/highwater: $(HW_SRC) src/hw.h
 	@mkdir -p build
 	@test -e /usr/include/json-c/json.h || \
 		{ echo "highwater needs json-c's headers: apt-get install libjson-c-dev" >&2; exit 1; }
-	$(CC) $(CFLAGS) $(HW_CFLAGS) -o $@ $(HW_SRC) $(HW_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(HW_CFLAGS) $(LDFLAGS) -o $@ $(HW_SRC) $(HW_LIBS)
+
+build/check/%: tests/unit/%.c $(HW_LIB_SRC) src/hw.h tests/tap.h
+	@mkdir -p build/check
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(HW_CFLAGS) -Werror -Isrc -Itests $(LDFLAGS) \
+		-o $@ $< $(HW_LIB_SRC) $(HW_LIBS)
+
+# No kernel is built or booted: the unit tests on tests/fixtures, the man
+# page, and the parsers under libFuzzer for 20 seconds.
+check: build/highwater $(UNIT_TESTS)
+	@fail=0; \
+	for t in $(UNIT_TESTS); do \
+		$$t tests/fixtures >$$t.log 2>&1 || { fail=1; grep -a '^not ok' $$t.log; }; \
+		echo "$$(basename $$t): $$(grep -ac '^ok' $$t.log) passed, $$(grep -ac '^not ok' $$t.log) failed"; \
+	done; \
+	tests/host/manpage >build/check/manpage.log 2>&1 && ! grep -q '^not ok' build/check/manpage.log || \
+		{ fail=1; cat build/check/manpage.log; }; \
+	echo "manpage: $$(grep -c '^ok' build/check/manpage.log) passed"; \
+	tests/fuzz/run 20 >build/check/fuzz.log && ! grep -q '^not ok' build/check/fuzz.log || \
+		{ fail=1; cat build/check/fuzz.log; }; \
+	grep '^ok' build/check/fuzz.log; \
+	exit $$fail
 
 install: build/highwater
 	install -D -m 0755 build/highwater $(DESTDIR)$(PREFIX)/bin/highwater

@@ -191,7 +191,7 @@ static int cg_read_u64(const char *dir, const char *file, uint64_t *val)
  * processes' marks are in @m already: what the cgroup has above them is of
  * processes that exited, and is shown so.
  */
-static void collect_cgroup_marks(const char *dir, struct hw_marks *m)
+void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m)
 {
 	uint64_t peak[HW_NLIMITS] = { 0 }, caps;
 	bool have[HW_NLIMITS] = { false };
@@ -258,8 +258,6 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 	} else if (!hw_has_note(m, "memory peak:")) {
 		hw_note(m, "memory peak: no memory.peak (memory controller not enabled for the cgroup, or a kernel before 5.19)");
 	}
-
-	collect_cgroup_marks(dir, m);
 
 	r = cg_read(dir, "devices.accessed", buf, sizeof(buf));
 	if (r >= 0) {

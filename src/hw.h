@@ -146,6 +146,12 @@ ssize_t hw_read_file_alloc(const char *path, char **bufp);	/* malloc()ed */
 int hw_cgroup_of(int pid, char *buf, size_t size);	/* 0: this process */
 int hw_collect_process(int pid, struct hw_marks *m, bool top);
 int hw_collect_cgroup(const char *dir, struct hw_marks *m);
+/*
+ * The marks a cgroup kept of its exited processes (rlimits.peak,
+ * capabilities.used), for cgroup and unit; not for run, which reaps every
+ * process itself and reads its marks first.
+ */
+void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m);
 int hw_cgroup2_mount(char *buf, size_t size);
 
 /* recommend.c: margin and rounding */

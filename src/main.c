@@ -202,6 +202,7 @@ static int cmd_cgroup(const char *arg, struct hw_marks *m)
 		hw_warn("cannot read the cgroup %s: %s", dir, strerror(-r));
 		return errno_exit(-r);
 	}
+	hw_collect_cgroup_marks(dir, m);
 	if (!m->processes && !m->have_cgroup_marks)
 		hw_note(m, "rlimit peaks and capabilities: no process is left in the cgroup to read them from");
 	return 0;
