@@ -221,6 +221,7 @@ void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m)
 		l->peak = peak[i];
 	}
 	m->have_limits_peak = true;
+	hw_note_unnamed_caps(m, caps, "capabilities.used");
 	m->cap_used_exited = caps & ~m->cap_used;
 	m->cap_used |= caps;
 	m->have_cap_used = true;

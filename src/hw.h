@@ -127,6 +127,7 @@ void hw_marks_init(struct hw_marks *m);
 bool hw_has_note(const struct hw_marks *m, const char *prefix);
 void hw_note(struct hw_marks *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+void hw_note_unnamed_caps(struct hw_marks *m, uint64_t mask, const char *what);
 
 /* parse.c: text of kernel files into marks; 0 or -1 (bad format) */
 int hw_parse_limits(const char *text, struct hw_marks *m, bool top);

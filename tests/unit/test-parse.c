@@ -196,6 +196,19 @@ static void read_file_sizes(void)
 	unlink(path);
 }
 
+/* A capability this highwater has no name for is a note, not dropped. */
+static void unnamed_capability(void)
+{
+	static struct hw_marks m;
+	const char *status = "Name:\tx\nCapUsd:\t0000020000000400\nCapAmb:\t0000000000000000\n";
+
+	hw_marks_init(&m);
+	tap_ok(hw_parse_status(status, &m, true) == 0 && m.cap_used == (1ULL << 41 | 1ULL << 10) &&
+	       hw_has_note(&m, "capabilities: CapUsd has capability 41"),
+	       "CapUsd with capability 41 (past 6.12's last): a note names it (%s)",
+	       m.nnotes ? m.notes[0] : "no note");
+}
+
 /* Notes past the table and past a line are counted and marked, not lost. */
 static void notes_overflow(void)
 {
@@ -345,7 +358,7 @@ static void numbers(void)
 int main(int argc, char **argv)
 {
 	fixtures = argc > 1 ? argv[1] : "tests/fixtures";
-	tap_plan(37);
+	tap_plan(38);
 	limits_with_series();
 	limits_mainline();
 	limits_maximum();
@@ -355,6 +368,7 @@ int main(int argc, char **argv)
 	numbers();
 	read_file_sizes();
 	notes_overflow();
+	unnamed_capability();
 	cgroup_marks_files();
 	cgroup_marks_exited();
 	return tap_exit();
