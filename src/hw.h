@@ -8,6 +8,7 @@
 #define HW_H
 
 #include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <stdint.h>
 #include <stdio.h>

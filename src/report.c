@@ -245,7 +245,7 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 
 	if (m->have_pids_peak) {
 		snprintf(peak, sizeof(peak), "%" PRIu64, m->pids_peak);
-		limit_value(6, m->pids_max, false, limit, sizeof(limit));
+		limit_value(RLIMIT_NPROC, m->pids_max, false, limit, sizeof(limit));
 		snprintf(rec, sizeof(rec), "%" PRIu64,
 			 hw_recommend(HW_COUNT, m->pids_peak, margin));
 		row(out, "Tasks (pids.peak)", peak, limit, rec,

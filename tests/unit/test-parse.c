@@ -281,20 +281,20 @@ static void cgroup_marks_exited(void)
 		return (void)tap_ok(0, "cannot make a cgroup directory in /tmp");
 	hw_marks_init(&m);
 	/* A living process had NOFILE 400 and CAP_CHOWN. */
-	m.lim[7].have_peak = true;
-	m.lim[7].peak = 400;
+	m.lim[RLIMIT_NOFILE].have_peak = true;
+	m.lim[RLIMIT_NOFILE].peak = 400;
 	m.have_cap_used = true;
 	m.cap_used = 1;
 	tap_ok(hw_collect_cgroup(dir, &m) == 0 && (hw_collect_cgroup_marks(dir, &m), 1) && m.have_cgroup_marks &&
-	       m.lim[7].peak == 400 && !m.lim[7].exited &&
-	       m.lim[8].peak == 4096 && m.lim[8].exited &&
-	       m.lim[0].peak == 1 && m.lim[0].exited &&
+	       m.lim[RLIMIT_NOFILE].peak == 400 && !m.lim[RLIMIT_NOFILE].exited &&
+	       m.lim[RLIMIT_MEMLOCK].peak == 4096 && m.lim[RLIMIT_MEMLOCK].exited &&
+	       m.lim[RLIMIT_CPU].peak == 1 && m.lim[RLIMIT_CPU].exited &&
 	       m.cap_used == 0x401 && m.cap_used_exited == 0x400,
 	       "cgroup marks above the living processes' are marked exited");
 	write_at(dir, "capabilities.used", "zz\n");
 	hw_marks_init(&m);
 	tap_ok(hw_collect_cgroup(dir, &m) == 0 && (hw_collect_cgroup_marks(dir, &m), 1) && !m.have_cgroup_marks &&
-	       !m.lim[8].have_peak &&
+	       !m.lim[RLIMIT_MEMLOCK].have_peak &&
 	       hw_has_note(&m, "marks of exited processes: cannot read"),
 	       "a malformed capabilities.used: nothing invented, a note says so");
 	snprintf(path, sizeof(path), "%s/rlimits.peak", dir);
