@@ -229,10 +229,9 @@ void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m)
 
 /*
  * The marks of the cgroup at @dir: pids.peak, memory.peak, the page cache
- * part of its memory (memory.stat "file"), the devices accessed, the rlimit
- * peaks and capabilities of the processes that exited there, and the limits
- * set on it.  Read the living processes' marks first.  Returns 0, or -errno
- * when @dir cannot be read at all.
+ * part of its memory (memory.stat "file"), the devices accessed (named from
+ * this host), and the limits set on it.  Returns 0, or -errno when @dir
+ * cannot be read at all.
  */
 int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 {

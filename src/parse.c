@@ -125,7 +125,7 @@ void hw_note(struct hw_marks *m, const char *fmt, ...)
 	for (int i = 0; i < m->nnotes; i++)
 		if (!strcmp(m->notes[i], line))
 			return;
-	if (m->nnotes < HW_MAX_NOTES - 1 && !m->notes_dropped) {
+	if (m->nnotes < HW_MAX_NOTES - 1) {
 		strcpy(m->notes[m->nnotes++], line);
 		return;
 	}
@@ -252,10 +252,6 @@ static int status_field(const char *text, const char *key, int base,
 }
 
 /*
- * /proc/PID/status: CapUsd (the series), VmPeak, VmHWM; CapAmb and Uid of
- * the command itself (@top), for AmbientCapabilities=.
- */
-/*
  * Capabilities past HW_CAP_LAST (a kernel newer than this highwater) have no
  * name to print: the reports leave them out, so say so rather than write a
  * bounding set that silently lacks one.
@@ -269,6 +265,10 @@ void hw_note_unnamed_caps(struct hw_marks *m, uint64_t mask, const char *what)
 				what, c, HW_CAP_LAST + 1);
 }
 
+/*
+ * /proc/PID/status: CapUsd (the series), VmPeak, VmHWM; CapAmb and Uid of
+ * the command itself (@top), for AmbientCapabilities=.
+ */
 int hw_parse_status(const char *text, struct hw_marks *m, bool top)
 {
 	uint64_t v;
@@ -372,7 +372,7 @@ int hw_parse_cap_mask(const char *text, uint64_t *val)
 	if (strspn(text, "0123456789abcdef") != 16)
 		return -1;
 	*val = strtoull(text, &end, 16);
-	return *end == '\n' && !end[1] ? 0 : *end ? -1 : 0;
+	return (*end == '\n' ? end[1] : *end) ? -1 : 0;	/* one line, or none */
 }
 
 /* Does @e, a line of devices.accessed, cover device @d? */
@@ -405,6 +405,7 @@ static bool fold_into(struct hw_marks *m, struct hw_device w)
 	return true;
 }
 
+/* Add @d, merging it into an entry of the same device or one that covers it. */
 void hw_add_device(struct hw_marks *m, const struct hw_device *d)
 {
 	struct hw_device w = *d;
@@ -490,8 +491,8 @@ int hw_parse_devices(const char *text, struct hw_marks *m)
 	for (const char *line = text; *line;) {
 		const char *nl = strchr(line, '\n');
 		size_t len = nl ? (size_t)(nl - line) : strlen(line);
-		char buf[80], type, majs[16], mins[16], acc[8];
-		struct hw_device d = { 0 };
+		char buf[80], *acc;
+		struct hw_device d;
 
 		if (len >= sizeof(buf))
 			return -1;
@@ -500,11 +501,13 @@ int hw_parse_devices(const char *text, struct hw_marks *m)
 		line = nl ? nl + 1 : line + len;
 		if (!len)
 			continue;
-		if (sscanf(buf, "%c %15[^:]:%15s %7s", &type, majs, mins, acc) != 4 ||
-		    (type != 'c' && type != 'b') ||
-		    parse_majmin(majs, &d.major) || parse_majmin(mins, &d.minor))
+		/* "c 1:3 rw": the device, then its access after the last space */
+		acc = strrchr(buf, ' ');
+		if (!acc || !acc[1])
 			return -1;
-		d.type = type;
+		*acc++ = '\0';
+		if (hw_parse_device_id(buf, &d))
+			return -1;
 		for (char *a = acc; *a; a++) {
 			if (*a == 'r')
 				d.access |= HW_ACC_READ;
