@@ -27,6 +27,8 @@ HW_SRC := $(wildcard src/*.c)
 # json-c reads the JSON reports back (Debian: libjson-c-dev).
 HW_LIBS := -ljson-c
 HW_LIB_SRC := $(filter-out src/main.c,$(HW_SRC))
+# What highwater --version prints.
+HW_VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 UNIT_TESTS := $(patsubst tests/unit/%.c,build/check/%,$(wildcard tests/unit/*.c))
 
 highwater: build/highwater
@@ -35,7 +37,8 @@ build/highwater: $(HW_SRC) src/hw.h
 	@mkdir -p build
 	@test -e /usr/include/json-c/json.h || \
 		{ echo "highwater needs json-c's headers: apt-get install libjson-c-dev" >&2; exit 1; }
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(HW_CFLAGS) $(LDFLAGS) -o $@ $(HW_SRC) $(HW_LIBS)
+	$(CC) $(CPPFLAGS) -DHW_VERSION='"$(HW_VERSION)"' $(CFLAGS) $(HW_CFLAGS) $(LDFLAGS) \
+		-o $@ $(HW_SRC) $(HW_LIBS)
 
 build/check/%: tests/unit/%.c $(HW_LIB_SRC) src/hw.h tests/tap.h
 	@mkdir -p build/check

@@ -112,6 +112,15 @@ struct hw_marks {
 	uint64_t pids_peak;
 	uint64_t pids_max;	/* HW_UNLIMITED for max */
 	uint64_t memory_peak, memory_file, memory_max;
+	/*
+	 * The cgroup's own limits, run into: forks refused at pids.max
+	 * (pids.events "max"), reclaim forced at memory.max and OOM kills
+	 * (memory.events "max", "oom_kill").  A peak that ran into its limit
+	 * is the limit, not the need: no setting is made from it.
+	 */
+	uint64_t pids_refused, memory_max_events, memory_oom_kills;
+	/* run: processes that moved out of the workload's cgroup */
+	int escaped;
 	int ndevices;
 	struct hw_device devices[HW_MAX_DEVICES];
 
@@ -179,8 +188,13 @@ int hw_json_read(const char *text, struct hw_marks *m, char *err,
 struct hw_run_opts {
 	const char *cgroup_parent;	/* NULL: highwater's own cgroup */
 	double timeout;			/* seconds, 0: none */
+	/* SIGKILL this long after SIGTERM, SIGINT or SIGHUP was passed on */
+	double kill_after;
+	/* pids.max and memory.max of the workload's cgroup, 0: not set */
+	uint64_t pids_max, memory_max;
 	bool quiet;
 };
+#define HW_KILL_AFTER 10.0	/* seconds, --kill-after's default */
 int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m);
 
 /* parse.c: "highwater: ..." on stderr */

@@ -224,6 +224,7 @@ struct number {
 static const struct number tasks_numbers[] = {
 	{ "peak", MARK(pids_peak), MARK(have_pids_peak) },
 	{ "max", MARK(pids_max), 0 },
+	{ "refused", MARK(pids_refused), 0 },
 	{ NULL, 0, 0 },
 };
 
@@ -231,6 +232,8 @@ static const struct number memory_numbers[] = {
 	{ "peak", MARK(memory_peak), MARK(have_memory_peak) },
 	{ "file", MARK(memory_file), MARK(have_memory_file) },
 	{ "max", MARK(memory_max), 0 },
+	{ "max_events", MARK(memory_max_events), 0 },
+	{ "oom_kills", MARK(memory_oom_kills), 0 },
 	{ "maxrss", MARK(maxrss), 0 },
 	{ "vm_hwm", MARK(vm_hwm), 0 },
 	{ "vm_peak", MARK(vm_peak), 0 },

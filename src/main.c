@@ -4,6 +4,7 @@
  * it, print the limits it needs.  See highwater.1.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,9 @@
 #include "hw.h"
 
 #define DEFAULT_MARGIN 25
+#ifndef HW_VERSION	/* the Makefile gives git describe's */
+#define HW_VERSION "unknown"
+#endif
 
 static const char usage[] =
 "usage: highwater run [OPTIONS] [--] CMD [ARGS...]   profile CMD until it and its descendants end\n"
@@ -35,6 +39,11 @@ static const char usage[] =
 "  -t, --timeout SECONDS   run: stop the workload (cgroup.kill) after SECONDS (s, m, h suffixes)\n"
 "  -p, --cgroup-parent DIR run: create the workload's cgroup under DIR\n"
 "                          (default: highwater's own cgroup)\n"
+"  -k, --kill-after SECONDS run: SIGKILL the workload SECONDS after passing it\n"
+"                          SIGTERM, SIGINT or SIGHUP (default 10)\n"
+"      --pids-max N        run: the workload's task limit (pids.max)\n"
+"      --memory-max SIZE   run: its memory limit (memory.max; K, M, G suffixes)\n"
+"  -V, --version           highwater's version\n"
 "  -h, --help              this help\n"
 "\n"
 "exit status: run exits with CMD's status (128+N if killed by signal N, 124 on\n"
@@ -86,6 +95,29 @@ static int parse_timeout(const char *s, double *out)
 		v *= 3600;
 	else if (*end && strcmp(end, "s"))
 		return -1;
+	*out = v;
+	return 0;
+}
+
+/* A count, or bytes with a K, M, G or T suffix (powers of 1024); 0 refused. */
+static int parse_size(const char *s, bool suffixes, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	unsigned long long v;
+	const char *u;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || !isdigit((unsigned char)*s) || !v)
+		return -1;
+	if (*end && suffixes && (u = strchr(units, *end)) && !end[1]) {
+		for (int i = 0; i <= u - units; i++)
+			if (__builtin_mul_overflow(v, 1024ULL, &v))
+				return -1;
+	} else if (*end) {
+		return -1;
+	}
 	*out = v;
 	return 0;
 }
@@ -388,7 +420,7 @@ static const struct verb {
 	int (*fn)(const struct call *c);
 	int max_args;		/* at least one */
 	const char *needs;	/* for the usage error */
-	bool runs;		/* takes --timeout and --cgroup-parent */
+	bool runs;		/* takes run's options (--timeout ...) */
 } verbs[] = {
 	{ "run", verb_run, INT_MAX, "a command to run", true },
 	{ "show", verb_show, 1, "one process ID", false },
@@ -405,11 +437,15 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "cgroup-parent", required_argument, NULL, 'p' },
+		{ "kill-after", required_argument, NULL, 'k' },
+		{ "pids-max", required_argument, NULL, 'P' },
+		{ "memory-max", required_argument, NULL, 'M' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct hw_marks marks;
-	struct hw_run_opts ro = { 0 };
+	struct hw_run_opts ro = { .kill_after = HW_KILL_AFTER };
 	const struct verb *verb = NULL;
 	const char *sub, *output = NULL;
 	int format = HW_TEXT, margin = DEFAULT_MARGIN, c, code;
@@ -423,6 +459,10 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+	if (!strcmp(sub, "-V") || !strcmp(sub, "--version")) {
+		printf("highwater %s\n", HW_VERSION);
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		if (!strcmp(sub, verbs[i].name))
 			verb = &verbs[i];
@@ -430,7 +470,11 @@ int main(int argc, char **argv)
 		return usage_error("unknown command '%s': use run, show, cgroup, unit or merge", sub);
 
 	argv++, argc--;
-	while ((c = getopt_long(argc, argv, "+f:m:o:t:p:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+f:m:o:t:p:k:Vh", longopts, NULL)) != -1) {
+		if (strchr("tpkPM", c) && !verb->runs)
+			return usage_error("--%s is an option of run",
+					   c == 't' ? "timeout" : c == 'p' ? "cgroup-parent" :
+					   c == 'k' ? "kill-after" : c == 'P' ? "pids-max" : "memory-max");
 		switch (c) {
 		case 'f':
 			format = hw_format_from_name(optarg);
@@ -448,16 +492,27 @@ int main(int argc, char **argv)
 			output = optarg;
 			break;
 		case 't':
-			if (!verb->runs)
-				return usage_error("--timeout is an option of run");
 			if (parse_timeout(optarg, &ro.timeout))
 				return usage_error("--timeout takes a positive number of seconds (or with m or h), not '%s'", optarg);
 			break;
 		case 'p':
-			if (!verb->runs)
-				return usage_error("--cgroup-parent is an option of run");
 			ro.cgroup_parent = optarg;
 			break;
+		case 'k':
+			if (parse_timeout(optarg, &ro.kill_after))
+				return usage_error("--kill-after takes a positive number of seconds (or with m or h), not '%s'", optarg);
+			break;
+		case 'P':
+			if (parse_size(optarg, false, &ro.pids_max))
+				return usage_error("--pids-max takes a positive number of tasks, not '%s'", optarg);
+			break;
+		case 'M':
+			if (parse_size(optarg, true, &ro.memory_max))
+				return usage_error("--memory-max takes a positive size in bytes (or with K, M, G or T), not '%s'", optarg);
+			break;
+		case 'V':
+			printf("highwater %s\n", HW_VERSION);
+			return 0;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;

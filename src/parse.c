@@ -163,6 +163,11 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
+static uint64_t add_u64(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /*
  * /proc/PID/limits or /proc/PID/limits_peak:
  *   Limit                     Soft Limit           Hard Limit           Units     Peak
@@ -567,6 +572,11 @@ void hw_merge_marks(struct hw_marks *into, const struct hw_marks *from)
 		into->memory_file = max_u64(into->memory_file, from->memory_file);
 		into->have_memory_file = true;
 	}
+	/* Any run that hit a limit keeps the merged limit from being derived. */
+	into->pids_refused = add_u64(into->pids_refused, from->pids_refused);
+	into->memory_max_events = add_u64(into->memory_max_events, from->memory_max_events);
+	into->memory_oom_kills = add_u64(into->memory_oom_kills, from->memory_oom_kills);
+	into->escaped += from->escaped;
 	if (from->have_devices) {
 		for (int i = 0; i < from->ndevices; i++)
 			hw_add_device(into, &from->devices[i]);

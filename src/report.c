@@ -84,6 +84,26 @@ static struct memory_advice memory_advice(const struct hw_marks *m, int margin)
 	return a;
 }
 
+/*
+ * Why no task or memory limit is derived from this run, or NULL: the
+ * workload ran into the cgroup's own limit, so its peak is that limit and
+ * its need is more (the notes give the counts).
+ */
+static const char *tasks_not_derived(const struct hw_marks *m)
+{
+	return m->pids_refused ?
+	       "forks were refused at the task limit, the need is higher (see the notes)" : NULL;
+}
+
+static const char *memory_not_derived(const struct hw_marks *m)
+{
+	if (m->memory_oom_kills)
+		return "the OOM killer killed processes at the memory limit, the need is higher (see the notes)";
+	if (m->memory_max_events)
+		return "the memory limit was reached and forced reclaim, the need may be higher (see the notes)";
+	return NULL;
+}
+
 /* An observed amount of bytes: "8M", "4.2M", "800K", "512". */
 static void human(uint64_t v, char *buf, size_t size)
 {
@@ -248,7 +268,9 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 		limit_value(RLIMIT_NPROC, m->pids_max, false, limit, sizeof(limit));
 		snprintf(rec, sizeof(rec), "%" PRIu64,
 			 hw_recommend(HW_COUNT, m->pids_peak, margin));
-		row(out, "Tasks (pids.peak)", peak, limit, rec,
+		row(out, "Tasks (pids.peak)", peak, limit,
+			tasks_not_derived(m) ? "-" : rec,
+			tasks_not_derived(m) ? "HIT the limit" :
 			m->pids_max != HW_UNLIMITED && m->pids_peak >= m->pids_max ?
 			"AT the limit" : "");
 	}
@@ -258,7 +280,9 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 		human(m->memory_peak, peak, sizeof(peak));
 		human(m->memory_max, limit, sizeof(limit));
 		hw_format_bytes(ma.max, rec, sizeof(rec));
-		row(out, "Memory (memory.peak)", peak, limit, rec,
+		row(out, "Memory (memory.peak)", peak, limit,
+			memory_not_derived(m) ? "-" : rec,
+			memory_not_derived(m) ? "HIT the limit" :
 			m->memory_max != HW_UNLIMITED && m->memory_peak >= m->memory_max ?
 			"AT the limit" : "");
 		if (m->have_memory_file) {
@@ -402,11 +426,14 @@ static void report_json(FILE *out, const struct hw_marks *m)
 	json_u64(out, "uid", m->have_uid, m->uid, "},\n");
 	fprintf(out, "  \"tasks\": {");
 	json_u64(out, "peak", m->have_pids_peak, m->pids_peak, ", ");
-	json_u64(out, "max", m->have_pids_peak, m->pids_max, "},\n");
+	json_u64(out, "max", m->have_pids_peak, m->pids_max, ", ");
+	json_u64(out, "refused", m->have_pids_peak, m->pids_refused, "},\n");
 	fprintf(out, "  \"memory\": {");
 	json_u64(out, "peak", m->have_memory_peak, m->memory_peak, ", ");
 	json_u64(out, "file", m->have_memory_file, m->memory_file, ", ");
 	json_u64(out, "max", m->have_memory_peak, m->memory_max, ", ");
+	json_u64(out, "max_events", m->have_memory_peak, m->memory_max_events, ", ");
+	json_u64(out, "oom_kills", m->have_memory_peak, m->memory_oom_kills, ", ");
 	json_u64(out, "maxrss", m->maxrss, m->maxrss, ", ");
 	json_u64(out, "vm_hwm", m->vm_hwm, m->vm_hwm, ", ");
 	json_u64(out, "vm_peak", m->vm_peak, m->vm_peak, "},\n");
@@ -469,12 +496,18 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 			fprintf(out, "# %s: %s\n", hw_limits[i].systemd, a.why);
 		}
 	}
-	if (m->have_pids_peak)
+	if (m->have_pids_peak && tasks_not_derived(m))
+		fprintf(out, "# TasksMax=%" PRIu64 "  (not set: %s)\n",
+			hw_recommend(HW_COUNT, m->pids_peak, margin), tasks_not_derived(m));
+	else if (m->have_pids_peak)
 		fprintf(out, "TasksMax=%" PRIu64 "\n",
 			hw_recommend(HW_COUNT, m->pids_peak, margin));
 	else
 		fprintf(out, "# TasksMax: no pids.peak was measured\n");
-	if (m->have_memory_peak) {
+	if (m->have_memory_peak && memory_not_derived(m)) {
+		hw_format_bytes(memory_advice(m, margin).max, val, sizeof(val));
+		fprintf(out, "# MemoryMax=%s  (not set: %s)\n", val, memory_not_derived(m));
+	} else if (m->have_memory_peak) {
 		struct memory_advice ma = memory_advice(m, margin);
 		char peak[32], cache[32];
 
@@ -614,10 +647,14 @@ static void report_docker(FILE *out, const struct hw_marks *m, int margin)
 				hw_limits[i].key, a.why);
 		}
 	}
-	if (m->have_pids_peak)
+	if (m->have_pids_peak && tasks_not_derived(m))
+		fprintf(out, "# --pids-limit: not set: %s\n", tasks_not_derived(m));
+	else if (m->have_pids_peak)
 		flag_add(&fl, "--pids-limit=%" PRIu64,
 			 hw_recommend(HW_COUNT, m->pids_peak, margin));
-	if (m->have_memory_peak) {
+	if (m->have_memory_peak && memory_not_derived(m)) {
+		fprintf(out, "# --memory: not set: %s\n", memory_not_derived(m));
+	} else if (m->have_memory_peak) {
 		struct memory_advice ma = memory_advice(m, margin);
 
 		hw_format_bytes(ma.max, val, sizeof(val));

@@ -9,8 +9,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,73 @@ static bool enable_controller(struct cg *cg, const char *ctrl,
 }
 
 /*
+ * The leaves of highwater runs that were killed (SIGKILL leaves no chance to
+ * clean up) under @parent: removed when empty, named with what to do when
+ * not.  A leaf whose highwater still runs is left alone.
+ */
+static void remove_stale_leaves(const char *parent)
+{
+	DIR *d = opendir(parent);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char path[1400], comm[32], *end;
+		long pid;
+
+		if (strncmp(de->d_name, "highwater-", 10))
+			continue;
+		pid = strtol(de->d_name + 10, &end, 10);
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		if (hw_read_file(path, comm, sizeof(comm)) >= 0 && !strcmp(comm, "highwater\n"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
+		if (!rmdir(path))
+			hw_warn("removed %s, left by a highwater run that was killed", path);
+		else if (errno == EBUSY)
+			hw_warn("%s, left by a highwater run that was killed, still holds processes: stop them with 'echo 1 > %s/cgroup.kill', then 'rmdir %s'",
+				path, path, path);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* --pids-max, --memory-max: the workload's limits, set before it starts. */
+static int apply_limits(struct cg *cg, const struct hw_run_opts *o)
+{
+	static const struct {
+		const char *file, *option;
+		size_t offset;
+	} limits[] = {
+		{ "pids.max", "--pids-max", offsetof(struct hw_run_opts, pids_max) },
+		{ "memory.max", "--memory-max", offsetof(struct hw_run_opts, memory_max) },
+	};
+
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		uint64_t v = *(const uint64_t *)((const char *)o + limits[i].offset);
+		char text[32];
+		int r;
+
+		if (!v)
+			continue;
+		if (!cg->leaf[0]) {
+			hw_warn("%s needs the workload's cgroup, which could not be made (above)",
+				limits[i].option);
+			return -1;
+		}
+		snprintf(text, sizeof(text), "%" PRIu64, v);
+		r = write_file(cg->leaf, limits[i].file, text);
+		if (r) {
+			hw_warn("cannot set %s/%s to %s for %s: %s", cg->leaf, limits[i].file,
+				text, limits[i].option, strerror(-r));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
  * Make the leaf.  On failure the run goes on without cgroup marks, and the
  * notes say why and what to do.
  */
@@ -105,6 +174,7 @@ static void cgroup_setup(struct cg *cg, const char *parent, struct hw_marks *m)
 		snprintf(cg->parent, sizeof(cg->parent), "%s%s", cg->mount,
 			 strcmp(own, "/") ? own : "");
 	}
+	remove_stale_leaves(cg->parent);
 	snprintf(cg->leaf, sizeof(cg->leaf), "%s/highwater-%d", cg->parent,
 		 (int)getpid());
 	if (mkdir(cg->leaf, 0755)) {
@@ -177,22 +247,61 @@ static void signal_descendants(int sig)
 		}
 }
 
+/* Signal every process in the cgroup at @dir. */
+static void signal_cgroup(const char *dir, int sig)
+{
+	char path[1100], *procs = NULL;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if (hw_read_file_alloc(path, &procs) < 0)
+		return;
+	for (char *t = strtok(procs, "\n"); t; t = strtok(NULL, "\n"))
+		kill(atoi(t), sig);
+	free(procs);
+}
+
 /*
- * Signal the workload: CMD while it lives, and for SIGKILL everything in
- * its cgroup (cgroup.kill), or without a cgroup every descendant.
+ * Signal the workload: CMD while it lives and everything in its cgroup;
+ * SIGKILL through cgroup.kill, and also to every descendant, which reaches
+ * the processes that moved out of the cgroup.
  */
 static void signal_workload(struct cg *cg, pid_t cmd, bool cmd_alive, int sig)
 {
-	if (sig != SIGKILL) {
-		if (cmd_alive)
-			kill(cmd, sig);
-		return;
-	}
-	if (cg->leaf[0] && !write_file(cg->leaf, "cgroup.kill", "1"))
-		return;
 	if (cmd_alive)
 		kill(cmd, sig);
+	if (sig != SIGKILL) {
+		if (cg->leaf[0])
+			signal_cgroup(cg->leaf, sig);
+		return;
+	}
+	if (cg->leaf[0])
+		write_file(cg->leaf, "cgroup.kill", "1");
 	signal_descendants(sig);
+}
+
+/*
+ * A process that moved out of the workload's cgroup (root may): its limits
+ * and capabilities are still read, at its exit, but what it did in the other
+ * cgroup is not in the task, memory and devices marks.  The first one is
+ * named, the others counted.
+ */
+static void check_left_cgroup(pid_t pid, const struct cg *cg, struct hw_marks *m,
+			      char *first, size_t size)
+{
+	const char *leaf = cg->leaf + strlen(cg->mount);
+	char now_in[1024], comm[64] = "?\n", path[64];
+	size_t n = strlen(leaf);
+
+	if (!cg->leaf[0] || hw_cgroup_of(pid, now_in, sizeof(now_in)))
+		return;
+	if (!strncmp(now_in, leaf, n) && (!now_in[n] || now_in[n] == '/'))
+		return;
+	if (!m->escaped++) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		hw_read_file(path, comm, sizeof(comm));
+		comm[strcspn(comm, "\n")] = '\0';
+		snprintf(first, size, "pid %d (%s) moved to %s", (int)pid, comm, now_in);
+	}
 }
 
 static void command_line(char **argv, char *buf, size_t size)
@@ -251,11 +360,17 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 	sigset_t set, old;
 	int pipefd[2], status = 0, code;
 	bool cmd_done = false, killed = false;
-	double start, deadline;
+	double start, deadline, kill_at = 0;
+	char left_first[1200] = "";
+	const char *passed_on = NULL;	/* the signal that started the grace */
 	pid_t cmd;
 
 	command_line(argv, m->command, sizeof(m->command));
 	cgroup_setup(&cg, o->cgroup_parent, m);
+	if (apply_limits(&cg, o)) {
+		cgroup_cleanup(&cg);
+		return -HW_EX_UNAVAILABLE;
+	}
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1)) {
 		hw_warn("cannot become child subreaper: %s", strerror(errno));
 		cgroup_cleanup(&cg);
@@ -304,6 +419,8 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 		if (si.si_pid) {
 			bool top = si.si_pid == cmd;
 
+			check_left_cgroup(si.si_pid, &cg, m, left_first, sizeof(left_first));
+
 			if (hw_collect_process(si.si_pid, m, top) && top && !ce.stage)
 				hw_note(m, "could not read the marks of the command (pid %d)",
 					(int)si.si_pid);
@@ -317,31 +434,44 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 			}
 			continue;
 		}
-		if (deadline) {
-			double left = deadline - now();
+		if (!killed && deadline && now() >= deadline) {
+			m->timed_out = true;
+			killed = true;
+		}
+		if (!killed && kill_at && now() >= kill_at) {
+			hw_note(m, "the workload was still running %g s after %s: highwater killed it with SIGKILL (--kill-after)",
+				o->kill_after, passed_on);
+			killed = true;
+		}
+		if (killed || deadline || kill_at) {
+			double wake = killed ? now() + 0.1 :
+				      !kill_at ? deadline :
+				      !deadline || kill_at < deadline ? kill_at : deadline;
+			double left = wake - now();
 
-			if (left <= 0 && !killed) {
-				m->timed_out = true;
-				killed = true;
-			}
-			if (killed) {
-				/* Again, for what was forked meanwhile. */
+			if (killed)	/* again, for what was forked meanwhile */
 				signal_workload(&cg, cmd, !cmd_done, SIGKILL);
-				left = 0.1;
-			}
-			if (left > 0) {
-				ts.tv_sec = (time_t)left;
-				ts.tv_nsec = (long)((left - ts.tv_sec) * 1e9);
-				tsp = &ts;
-			}
+			if (left < 0)
+				left = 0;
+			ts.tv_sec = (time_t)left;
+			ts.tv_nsec = (long)((left - ts.tv_sec) * 1e9);
+			tsp = &ts;
 		}
 		sig = sigtimedwait(&set, &si, tsp);
 		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
 			/* A terminal already signalled the whole foreground group. */
 			if (si.si_code != SI_KERNEL)
 				signal_workload(&cg, cmd, !cmd_done, sig);
+			if (!kill_at && o->kill_after > 0) {
+				kill_at = now() + o->kill_after;
+				passed_on = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+			}
 		}
 	}
+	if (m->escaped)
+		hw_note(m, "cgroup marks: %d process%s left the workload's cgroup (%s%s): what they did there is not in the task, memory and devices marks; their limits and capabilities are",
+			m->escaped, m->escaped > 1 ? "es" : "", left_first,
+			m->escaped > 1 ? ", the first" : "");
 	m->seconds = now() - start;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 

@@ -332,11 +332,54 @@ static void device_names_from_report(void)
 	       "json: a name for a device the report does not list is refused (%s)", err);
 }
 
+/*
+ * A run that ran into its cgroup's limits (a fork bomb under pids.max, an
+ * OOM kill under memory.max): the peaks are the limits, not the needs, so
+ * no format may turn them into a setting, and JSON and merge keep why.
+ */
+static void limits_run_into(const struct hw_marks *demo)
+{
+	struct hw_marks m = *demo, back, merged;
+	char err[200], *t;
+
+	m.pids_peak = m.pids_max = 50;
+	m.pids_refused = 1234;
+	m.memory_peak = m.memory_max = 64 << 20;
+	m.memory_oom_kills = 2;
+	t = render(&m, HW_SYSTEMD, 25);
+	tap_ok(has_line(t, "# TasksMax=63  (not set: forks were refused at the task limit, the need is higher (see the notes))") &&
+	       has_line(t, "# MemoryMax=80M  (not set: the OOM killer killed processes at the memory limit, the need is higher (see the notes))") &&
+	       lacks(t, "\nTasksMax=") && lacks(t, "\nMemoryMax=") && lacks(t, "\nMemoryHigh="),
+	       "limits run into: systemd sets neither TasksMax= nor MemoryMax=");
+	t = render(&m, HW_DOCKER, 25);
+	tap_ok(lacks(t, "--pids-limit=") && lacks(t, "--memory=") &&
+	       has_line(t, "# --pids-limit: not set: forks were refused at the task limit, the need is higher (see the notes)"),
+	       "limits run into: docker sets neither --pids-limit nor --memory");
+	t = render(&m, HW_TEXT, 25);
+	tap_ok(strstr(t, "HIT the limit") != NULL, "limits run into: the text says HIT the limit");
+	m.memory_oom_kills = 0;
+	m.memory_max_events = 7;
+	t = render(&m, HW_SYSTEMD, 25);
+	tap_ok(has_line(t, "# MemoryMax=80M  (not set: the memory limit was reached and forced reclaim, the need may be higher (see the notes))"),
+	       "limits run into: reclaim at memory.max alone is enough to set no MemoryMax=");
+	m.memory_oom_kills = 2;
+	t = render(&m, HW_JSON, 25);
+	tap_ok(hw_json_read(t, &back, err, sizeof(err)) == 0 && back.pids_refused == 1234 &&
+	       back.memory_oom_kills == 2 && back.memory_max_events == 7,
+	       "limits run into: JSON keeps the counts (%s)", err);
+	hw_marks_init(&merged);
+	hw_merge_marks(&merged, demo);
+	hw_merge_marks(&merged, &back);
+	t = render(&merged, HW_SYSTEMD, 25);
+	tap_ok(merged.pids_refused == 1234 && lacks(t, "\nTasksMax=") && lacks(t, "\nMemoryMax="),
+	       "limits run into: a merge with a clean run sets no limit either");
+}
+
 int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(34);
+	tap_plan(40);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
@@ -346,5 +389,6 @@ int main(void)
 	systemd_format(&m);
 	mainline();
 	device_names_from_report();
+	limits_run_into(&m);
 	return tap_exit();
 }
