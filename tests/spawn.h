@@ -6,6 +6,7 @@
 #ifndef HW_SPAWN_H
 #define HW_SPAWN_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -134,6 +135,45 @@ static inline int remove_cgroup(const char *dir)
 		usleep(5000);
 	}
 	return 0;
+}
+
+/*
+ * The processes whose command line (arguments joined by spaces) starts with
+ * @prefix; with @say, each is listed as a TAP comment.
+ */
+static inline int processes_named(const char *prefix, int say)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	char path[300], cmd[256];
+	int found = 0;
+
+	while (d && (de = readdir(d))) {
+		ssize_t n;
+		int fd;
+
+		if (atoi(de->d_name) <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		fd = open(path, O_RDONLY);
+		n = fd < 0 ? -1 : read(fd, cmd, sizeof(cmd) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			continue;
+		cmd[n] = '\0';
+		for (ssize_t i = 0; i < n - 1; i++)
+			if (!cmd[i])
+				cmd[i] = ' ';
+		if (!strncmp(cmd, prefix, strlen(prefix))) {
+			if (say)
+				printf("# left behind: pid %s: %s\n", de->d_name, cmd);
+			found++;
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
 }
 
 #endif

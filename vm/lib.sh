@@ -12,6 +12,40 @@ HW_SRC_PKG=linux-source-6.12
 HW_SRC_VERSION=6.12.118-1~deb12u1
 HW_SRC_TARBALL=/usr/src/linux-source-6.12.tar.xz
 
+# hw_usage SCRIPT: SCRIPT's header comment, its help ("# " taken off).
+hw_usage() { awk 'NR > 1 { if (!/^#/) exit; sub(/^# ?/, ""); print }' "$1"; }
+
+# TAP results, counted.  hw_ok STATUS DESCRIPTION prints "ok N - DESCRIPTION"
+# when STATUS is 0 and "not ok N - DESCRIPTION" otherwise; hw_check
+# DESCRIPTION COMMAND... takes COMMAND's exit status.  hw_passed, hw_failed
+# and hw_problems (the descriptions that failed) add them up.
+hw_passed=0 hw_failed=0 hw_problems=()
+hw_ok() {
+	if [ "$1" = 0 ]; then
+		hw_passed=$((hw_passed + 1))
+		echo "ok $((hw_passed + hw_failed)) - $2"
+	else
+		hw_failed=$((hw_failed + 1)) hw_problems+=("$2")
+		echo "not ok $((hw_passed + hw_failed)) - $2"
+	fi
+}
+hw_check() {
+	local desc=$1
+	shift
+	"$@"
+	hw_ok $? "$desc"
+}
+
+# hw_counts LOG: "PASSED FAILED" from the closing line "N passed, N failed"
+# of a test runner's LOG; "0 1" when it has none (the runner did not finish).
+hw_counts() {
+	local line
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" 2>/dev/null | tail -1)
+	[ -n "$line" ] || { echo "0 1"; return; }
+	line=${line/ passed, / }
+	echo "${line% failed}"
+}
+
 hw_log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 hw_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
@@ -33,12 +67,17 @@ hw_need_pkgs() {
 	done
 	[ ${#want[@]} -eq 0 ] && return 0
 	hw_log "installing ${want[*]} (apt-get, about a minute)"
+	hw_apt_install "${want[@]}" || hw_die "apt-get install ${want[*]} failed; see $HW_BUILD/apt.log"
+}
+
+# hw_apt_install PKG...: apt-get install, again after an apt-get update when
+# the package lists are stale; the output in build/apt.log.  0 or 1.
+hw_apt_install() {
+	mkdir -p "$HW_BUILD"
 	export DEBIAN_FRONTEND=noninteractive
-	if ! hw_sudo apt-get install -y --no-install-recommends "${want[@]}" >"$HW_BUILD/apt.log" 2>&1; then
-		hw_sudo apt-get update >>"$HW_BUILD/apt.log" 2>&1 || true
-		hw_sudo apt-get install -y --no-install-recommends "${want[@]}" >>"$HW_BUILD/apt.log" 2>&1 ||
-			hw_die "apt-get install ${want[*]} failed; see $HW_BUILD/apt.log"
-	fi
+	hw_sudo apt-get install -y --no-install-recommends "$@" >>"$HW_BUILD/apt.log" 2>&1 && return 0
+	hw_sudo apt-get update >>"$HW_BUILD/apt.log" 2>&1 || true
+	hw_sudo apt-get install -y --no-install-recommends "$@" >>"$HW_BUILD/apt.log" 2>&1
 }
 
 # hw_stale_int3 LOG: did the boot in LOG die of an int3 that QEMU's TCG ran

@@ -137,32 +137,15 @@ static void leaves_cgroup(void)
 	remove_cgroup(other);
 }
 
-/* Wait up to 10 s for a process whose command line is @cmdline (spaces for NULs). */
-static int wait_for_process(const char *cmdline)
+/* Wait up to 10 s for a process whose command line starts with @prefix. */
+static int wait_for_process(const char *prefix)
 {
 	for (int i = 0; i < 500; i++) {
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-		char path[300], cmd[256];
-		int found = 0, n;
-
-		while (d && (de = readdir(d)) && !found) {
-			if (atoi(de->d_name) <= 0)
-				continue;
-			snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-			n = hw_read_file(path, cmd, sizeof(cmd));
-			for (int j = 0; j < n - 1; j++)
-				if (!cmd[j])
-					cmd[j] = ' ';
-			found = n > 0 && !strcmp(cmd, cmdline);
-		}
-		if (d)
-			closedir(d);
-		if (found)
+		if (processes_named(prefix, 0))
 			return 1;
 		usleep(20000);
 	}
-	tap_diag("no process '%s' came", cmdline);
+	tap_diag("no process '%s' came", prefix);
 	return 0;
 }
 

@@ -59,26 +59,7 @@ static int no_cgroup_left(void)
 /* No process whose command line starts with @prefix. */
 static int no_process_left(const char *prefix)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	char path[300], cmd[256];
-	int left = 0, n;
-
-	while ((de = readdir(d))) {
-		if (atoi(de->d_name) <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-		n = hw_read_file(path, cmd, sizeof(cmd));
-		for (int i = 0; i < n - 1; i++)
-			if (!cmd[i])
-				cmd[i] = ' ';
-		if (n > 0 && !strncmp(cmd, prefix, strlen(prefix))) {
-			tap_diag("left behind: pid %s: %s", de->d_name, cmd);
-			left++;
-		}
-	}
-	closedir(d);
-	return !left;
+	return !processes_named(prefix, 1);
 }
 
 static int has_device(const struct hw_marks *m, char type, unsigned int major,
