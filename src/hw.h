@@ -165,7 +165,26 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m);
 void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m);
 int hw_cgroup2_mount(char *buf, size_t size);
 
-/* recommend.c: margin and rounding */
+/*
+ * recommend.c: the policy.  What a format makes of a limit's peak: a value
+ * to set, or why not (a caveat, a zero, not measured); of memory.peak
+ * MemoryMax= and, when the cache part is large, MemoryHigh=; and why no
+ * task or memory limit comes from a run that ran into its cgroup's own.
+ */
+struct hw_advice {
+	bool emit;		/* a setting to apply */
+	uint64_t value;		/* the recommended value */
+	const char *why;	/* why not, when !emit */
+};
+struct hw_advice hw_limit_advice(const struct hw_marks *m, int i, int margin);
+
+struct hw_memory_advice {
+	uint64_t max, high;	/* high: 0 when not worth a line */
+	uint64_t not_cache;
+};
+struct hw_memory_advice hw_memory_advice(const struct hw_marks *m, int margin);
+const char *hw_tasks_not_derived(const struct hw_marks *m);	/* NULL: fine */
+const char *hw_memory_not_derived(const struct hw_marks *m);
 uint64_t hw_recommend(enum hw_kind kind, uint64_t peak, int margin);
 uint64_t hw_round_count(uint64_t v);
 void hw_format_bytes(uint64_t v, char *buf, size_t size);	/* "61M" */

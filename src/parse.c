@@ -13,43 +13,6 @@
 
 #include "hw.h"
 
-#define NPROC_CAVEAT "it counts every process of the user (and none for root): prefer TasksMax= (docker: --pids-limit)"
-
-#define MEMORY_CAVEAT "systemd advises against it (mappings never touched count): prefer MemoryMax= (docker: --memory)"
-
-/* Indexed by RLIMIT_*: the rows of /proc/PID/limits, in its order. */
-_Static_assert(HW_NLIMITS == RLIM_NLIMITS, "one row per rlimit");
-const struct hw_limit_info hw_limits[HW_NLIMITS] = {
-	[RLIMIT_CPU] = { "cpu", "Max cpu time", "LimitCPU", HW_COUNT,
-	  .caveat = "CPU seconds grow with run time: the peak of one run is no limit",
-	  .docker = true },
-	[RLIMIT_FSIZE] = { "fsize", "Max file size", "LimitFSIZE", HW_BYTES,
-	  .if_zero = "no file was written in this run; 0 would kill the first write with SIGXFSZ",
-	  .docker = true },
-	[RLIMIT_DATA] = { "data", "Max data size", "LimitDATA", HW_BYTES,
-	  .caveat = MEMORY_CAVEAT, .docker = true },
-	[RLIMIT_STACK] = { "stack", "Max stack size", "LimitSTACK", HW_BYTES,
-	  .caveat = "glibc sizes new threads' stacks from it; set it only to raise it",
-	  .docker = true },
-	[RLIMIT_CORE] = { "core", "Max core file size", "LimitCORE", HW_BYTES,
-	  .if_zero = "no core dump in this run", .docker = true },
-	[RLIMIT_RSS] = { "rss", "Max resident set", "LimitRSS", HW_UNTRACKED, .docker = false },
-	[RLIMIT_NPROC] = { "nproc", "Max processes", "LimitNPROC", HW_COUNT,
-	  .caveat = NPROC_CAVEAT, .docker = true },
-	[RLIMIT_NOFILE] = { "nofile", "Max open files", "LimitNOFILE", HW_COUNT, .docker = true },
-	[RLIMIT_MEMLOCK] = { "memlock", "Max locked memory", "LimitMEMLOCK", HW_BYTES, .docker = true },
-	[RLIMIT_AS] = { "as", "Max address space", "LimitAS", HW_BYTES, .caveat = MEMORY_CAVEAT },
-	[RLIMIT_LOCKS] = { "locks", "Max file locks", "LimitLOCKS", HW_UNTRACKED, .docker = false },
-	[RLIMIT_SIGPENDING] = { "sigpending", "Max pending signals", "LimitSIGPENDING", HW_COUNT,
-	  .if_zero = "no signal was queued in this run; 0 would refuse queued realtime signals",
-	  .docker = true },
-	[RLIMIT_MSGQUEUE] = { "msgqueue", "Max msgqueue size", "LimitMSGQUEUE", HW_BYTES, .docker = true },
-	[RLIMIT_NICE] = { "nice", "Max nice priority", "LimitNICE", HW_EXACT, .docker = true },
-	[RLIMIT_RTPRIO] = { "rtprio", "Max realtime priority", "LimitRTPRIO", HW_EXACT, .docker = true },
-	[RLIMIT_RTTIME] = { "rttime", "Max realtime timeout", "LimitRTTIME", HW_COUNT,
-	  .if_zero = "no realtime thread in this run", .docker = true },
-};
-
 static const char *const cap_names[HW_CAP_LAST + 1] = {
 	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
 	"CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP",
@@ -63,14 +26,6 @@ static const char *const cap_names[HW_CAP_LAST + 1] = {
 	"CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
 	"CAP_CHECKPOINT_RESTORE",
 };
-
-int hw_limit_index(const char *key)
-{
-	for (int i = 0; i < HW_NLIMITS; i++)
-		if (!strcmp(hw_limits[i].key, key))
-			return i;
-	return -1;
-}
 
 const char *hw_cap_name(int cap)
 {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * From a peak to a value people write: a safety margin, then rounding up
- * (never down) to K/M/G for bytes and to two significant digits for counts.
- * Device numbers become /dev paths, or /proc/devices group names.
+ * The policy: what each limit is, which peaks become settings and which do
+ * not (and why), and how: a safety margin, then rounding up (never down) to
+ * K/M/G for bytes and to two significant digits for counts.  Every format
+ * (report.c) asks here.  Device numbers become /dev paths, or /proc/devices
+ * group names.
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -13,6 +15,51 @@
 #include <sys/sysmacros.h>
 
 #include "hw.h"
+
+#define NPROC_CAVEAT "it counts every process of the user (and none for root): prefer TasksMax= (docker: --pids-limit)"
+
+#define MEMORY_CAVEAT "systemd advises against it (mappings never touched count): prefer MemoryMax= (docker: --memory)"
+
+/* Indexed by RLIMIT_*: the rows of /proc/PID/limits, in its order. */
+_Static_assert(HW_NLIMITS == RLIM_NLIMITS, "one row per rlimit");
+const struct hw_limit_info hw_limits[HW_NLIMITS] = {
+	[RLIMIT_CPU] = { "cpu", "Max cpu time", "LimitCPU", HW_COUNT,
+	  .caveat = "CPU seconds grow with run time: the peak of one run is no limit",
+	  .docker = true },
+	[RLIMIT_FSIZE] = { "fsize", "Max file size", "LimitFSIZE", HW_BYTES,
+	  .if_zero = "no file was written in this run; 0 would kill the first write with SIGXFSZ",
+	  .docker = true },
+	[RLIMIT_DATA] = { "data", "Max data size", "LimitDATA", HW_BYTES,
+	  .caveat = MEMORY_CAVEAT, .docker = true },
+	[RLIMIT_STACK] = { "stack", "Max stack size", "LimitSTACK", HW_BYTES,
+	  .caveat = "glibc sizes new threads' stacks from it; set it only to raise it",
+	  .docker = true },
+	[RLIMIT_CORE] = { "core", "Max core file size", "LimitCORE", HW_BYTES,
+	  .if_zero = "no core dump in this run", .docker = true },
+	[RLIMIT_RSS] = { "rss", "Max resident set", "LimitRSS", HW_UNTRACKED, .docker = false },
+	[RLIMIT_NPROC] = { "nproc", "Max processes", "LimitNPROC", HW_COUNT,
+	  .caveat = NPROC_CAVEAT, .docker = true },
+	[RLIMIT_NOFILE] = { "nofile", "Max open files", "LimitNOFILE", HW_COUNT, .docker = true },
+	[RLIMIT_MEMLOCK] = { "memlock", "Max locked memory", "LimitMEMLOCK", HW_BYTES, .docker = true },
+	[RLIMIT_AS] = { "as", "Max address space", "LimitAS", HW_BYTES, .caveat = MEMORY_CAVEAT },
+	[RLIMIT_LOCKS] = { "locks", "Max file locks", "LimitLOCKS", HW_UNTRACKED, .docker = false },
+	[RLIMIT_SIGPENDING] = { "sigpending", "Max pending signals", "LimitSIGPENDING", HW_COUNT,
+	  .if_zero = "no signal was queued in this run; 0 would refuse queued realtime signals",
+	  .docker = true },
+	[RLIMIT_MSGQUEUE] = { "msgqueue", "Max msgqueue size", "LimitMSGQUEUE", HW_BYTES, .docker = true },
+	[RLIMIT_NICE] = { "nice", "Max nice priority", "LimitNICE", HW_EXACT, .docker = true },
+	[RLIMIT_RTPRIO] = { "rtprio", "Max realtime priority", "LimitRTPRIO", HW_EXACT, .docker = true },
+	[RLIMIT_RTTIME] = { "rttime", "Max realtime timeout", "LimitRTTIME", HW_COUNT,
+	  .if_zero = "no realtime thread in this run", .docker = true },
+};
+
+int hw_limit_index(const char *key)
+{
+	for (int i = 0; i < HW_NLIMITS; i++)
+		if (!strcmp(hw_limits[i].key, key))
+			return i;
+	return -1;
+}
 
 /* @v plus @margin percent, rounded up; saturates instead of wrapping. */
 static uint64_t add_margin(uint64_t v, int margin)
@@ -101,6 +148,74 @@ uint64_t hw_recommend(enum hw_kind kind, uint64_t peak, int margin)
 	default:
 		return HW_UNLIMITED;
 	}
+}
+
+struct hw_advice hw_limit_advice(const struct hw_marks *m, int i, int margin)
+{
+	const struct hw_limit_info *info = &hw_limits[i];
+	const struct hw_limit *l = &m->lim[i];
+	struct hw_advice a = { 0 };
+
+	if (info->kind == HW_UNTRACKED) {
+		a.why = "Linux does not enforce this limit";
+		return a;
+	}
+	if (!l->have_peak) {
+		a.why = "not measured on this kernel";
+		return a;
+	}
+	a.value = hw_recommend(info->kind, l->peak, margin);
+	if (info->caveat)
+		a.why = info->caveat;
+	else if (info->if_zero && l->peak == 0)
+		a.why = info->if_zero;
+	else
+		a.emit = true;
+	return a;
+}
+
+/*
+ * MemoryMax= from memory.peak plus the margin: memory.peak counts page
+ * cache, so a limit at the peak never made this run reclaim.  MemoryHigh=
+ * from the part that is not cache (memory.peak less the page cache still
+ * charged at the end, but at least the largest RSS), plus the margin: above
+ * it the kernel reclaims cache instead of failing.
+ */
+struct hw_memory_advice hw_memory_advice(const struct hw_marks *m, int margin)
+{
+	struct hw_memory_advice a = { 0 };
+
+	a.max = hw_recommend(HW_BYTES, m->memory_peak, margin);
+	if (m->have_memory_file) {
+		a.not_cache = m->memory_peak > m->memory_file ?
+			      m->memory_peak - m->memory_file : 0;
+		if (a.not_cache < m->maxrss)
+			a.not_cache = m->maxrss < m->memory_peak ? m->maxrss : m->memory_peak;
+		a.high = hw_recommend(HW_BYTES, a.not_cache, margin);
+		if (a.high >= a.max)
+			a.high = 0;
+	}
+	return a;
+}
+
+/*
+ * Why no task or memory limit is derived from this run, or NULL: the
+ * workload ran into the cgroup's own limit, so its peak is that limit and
+ * its need is more (the notes give the counts).
+ */
+const char *hw_tasks_not_derived(const struct hw_marks *m)
+{
+	return m->pids_refused ?
+	       "forks were refused at the task limit, the need is higher (see the notes)" : NULL;
+}
+
+const char *hw_memory_not_derived(const struct hw_marks *m)
+{
+	if (m->memory_oom_kills)
+		return "the OOM killer killed processes at the memory limit, the need is higher (see the notes)";
+	if (m->memory_max_events)
+		return "the memory limit was reached and forced reclaim, the need may be higher (see the notes)";
+	return NULL;
 }
 
 /*

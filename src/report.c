@@ -2,7 +2,7 @@
 /*
  * The report: text for people, JSON for merge and other programs, a systemd
  * [Service] drop-in, docker/podman flags.  All four read the same marks and
- * the same recommendation rules (limit_advice(), memory_advice()).
+ * the same recommendation rules (recommend.c: hw_limit_advice() and the rest).
  */
 #define _GNU_SOURCE	/* vasprintf */
 #include <inttypes.h>
@@ -12,97 +12,6 @@
 #include <string.h>
 
 #include "hw.h"
-
-int hw_format_from_name(const char *name)
-{
-	static const char *const names[] = { "text", "json", "systemd", "docker" };
-
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(name, names[i]))
-			return i;
-	if (!strcmp(name, "podman"))
-		return HW_DOCKER;
-	return -1;
-}
-
-struct advice {
-	bool emit;		/* a setting to apply */
-	uint64_t value;		/* the recommended value */
-	const char *why;	/* why not, when !emit */
-};
-
-static struct advice limit_advice(const struct hw_marks *m, int i, int margin)
-{
-	const struct hw_limit_info *info = &hw_limits[i];
-	const struct hw_limit *l = &m->lim[i];
-	struct advice a = { 0 };
-
-	if (info->kind == HW_UNTRACKED) {
-		a.why = "Linux does not enforce this limit";
-		return a;
-	}
-	if (!l->have_peak) {
-		a.why = "not measured on this kernel";
-		return a;
-	}
-	a.value = hw_recommend(info->kind, l->peak, margin);
-	if (info->caveat)
-		a.why = info->caveat;
-	else if (info->if_zero && l->peak == 0)
-		a.why = info->if_zero;
-	else
-		a.emit = true;
-	return a;
-}
-
-/*
- * MemoryMax= from memory.peak plus the margin: memory.peak counts page
- * cache, so a limit at the peak never made this run reclaim.  MemoryHigh=
- * from the part that is not cache (memory.peak less the page cache still
- * charged at the end, but at least the largest RSS), plus the margin: above
- * it the kernel reclaims cache instead of failing.
- */
-struct memory_advice {
-	uint64_t max, high;	/* high: 0 when not worth a line */
-	uint64_t not_cache;
-};
-
-static struct memory_advice memory_advice(const struct hw_marks *m, int margin)
-{
-	struct memory_advice a = { 0 };
-
-	a.max = hw_recommend(HW_BYTES, m->memory_peak, margin);
-	if (m->have_memory_file) {
-		a.not_cache = m->memory_peak > m->memory_file ?
-			      m->memory_peak - m->memory_file : 0;
-		if (a.not_cache < m->maxrss)
-			a.not_cache = m->maxrss < m->memory_peak ? m->maxrss : m->memory_peak;
-		a.high = hw_recommend(HW_BYTES, a.not_cache, margin);
-		if (a.high >= a.max)
-			a.high = 0;
-	}
-	return a;
-}
-
-/*
- * Why no task or memory limit is derived from this run, or NULL: the
- * workload ran into the cgroup's own limit, so its peak is that limit and
- * its need is more (the notes give the counts).
- */
-static const char *tasks_not_derived(const struct hw_marks *m)
-{
-	return m->pids_refused ?
-	       "forks were refused at the task limit, the need is higher (see the notes)" : NULL;
-}
-
-static const char *memory_not_derived(const struct hw_marks *m)
-{
-	if (m->memory_oom_kills)
-		return "the OOM killer killed processes at the memory limit, the need is higher (see the notes)";
-	if (m->memory_max_events)
-		return "the memory limit was reached and forced reclaim, the need may be higher (see the notes)";
-	return NULL;
-}
 
 /* An observed amount of bytes: "8M", "4.2M", "800K", "512". */
 static void human(uint64_t v, char *buf, size_t size)
@@ -230,7 +139,7 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 	row(out, "Resource", "Peak", "Limit", "Recommended", "");
 	for (int i = 0; i < HW_NLIMITS; i++) {
 		const struct hw_limit *l = &m->lim[i];
-		struct advice a = limit_advice(m, i, margin);
+		struct hw_advice a = hw_limit_advice(m, i, margin);
 		const char *flag = "";
 
 		if (hw_limits[i].kind == HW_UNTRACKED)
@@ -269,20 +178,20 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 		snprintf(rec, sizeof(rec), "%" PRIu64,
 			 hw_recommend(HW_COUNT, m->pids_peak, margin));
 		row(out, "Tasks (pids.peak)", peak, limit,
-			tasks_not_derived(m) ? "-" : rec,
-			tasks_not_derived(m) ? "HIT the limit" :
+			hw_tasks_not_derived(m) ? "-" : rec,
+			hw_tasks_not_derived(m) ? "HIT the limit" :
 			m->pids_max != HW_UNLIMITED && m->pids_peak >= m->pids_max ?
 			"AT the limit" : "");
 	}
 	if (m->have_memory_peak) {
-		struct memory_advice ma = memory_advice(m, margin);
+		struct hw_memory_advice ma = hw_memory_advice(m, margin);
 
 		human(m->memory_peak, peak, sizeof(peak));
 		human(m->memory_max, limit, sizeof(limit));
 		hw_format_bytes(ma.max, rec, sizeof(rec));
 		row(out, "Memory (memory.peak)", peak, limit,
-			memory_not_derived(m) ? "-" : rec,
-			memory_not_derived(m) ? "HIT the limit" :
+			hw_memory_not_derived(m) ? "-" : rec,
+			hw_memory_not_derived(m) ? "HIT the limit" :
 			m->memory_max != HW_UNLIMITED && m->memory_peak >= m->memory_max ?
 			"AT the limit" : "");
 		if (m->have_memory_file) {
@@ -332,7 +241,7 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 		fprintf(out, "OVER: the run hit the limit, or went past it with a capability (CAP_SYS_NICE, CAP_IPC_LOCK, root).\n");
 	if (m->have_memory_peak)
 		fprintf(out, "Memory: MemoryMax from memory.peak, which includes page cache%s.\n",
-			memory_advice(m, margin).high ? "; MemoryHigh from the part that is not cache" : "");
+			hw_memory_advice(m, margin).high ? "; MemoryHigh from the part that is not cache" : "");
 	if (m->have_cgroup_marks && m->exit_status < 0)	/* not a run */
 		exited_line(out, m);
 	if (m->timed_out)
@@ -382,7 +291,8 @@ static void json_caps(FILE *out, uint64_t mask)
 }
 
 /* Schema highwater/1: documented in highwater.1, read back by merge. */
-static void report_json(FILE *out, const struct hw_marks *m)
+static void report_json(FILE *out, const struct hw_marks *m,
+			int margin __attribute__((unused)))	/* peaks, not advice */
 {
 	fprintf(out, "{\n  \"schema\": \"%s\",\n  \"command\": ", HW_SCHEMA);
 	json_string(out, m->command);
@@ -481,7 +391,7 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 		fprintf(out, "# The run was stopped by --timeout: peaks are those reached until then.\n");
 	fprintf(out, "[Service]\n");
 	for (int i = 0; i < HW_NLIMITS; i++) {
-		struct advice a = limit_advice(m, i, margin);
+		struct hw_advice a = hw_limit_advice(m, i, margin);
 
 		if (hw_limits[i].kind == HW_UNTRACKED)
 			continue;
@@ -496,19 +406,19 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 			fprintf(out, "# %s: %s\n", hw_limits[i].systemd, a.why);
 		}
 	}
-	if (m->have_pids_peak && tasks_not_derived(m))
+	if (m->have_pids_peak && hw_tasks_not_derived(m))
 		fprintf(out, "# TasksMax=%" PRIu64 "  (not set: %s)\n",
-			hw_recommend(HW_COUNT, m->pids_peak, margin), tasks_not_derived(m));
+			hw_recommend(HW_COUNT, m->pids_peak, margin), hw_tasks_not_derived(m));
 	else if (m->have_pids_peak)
 		fprintf(out, "TasksMax=%" PRIu64 "\n",
 			hw_recommend(HW_COUNT, m->pids_peak, margin));
 	else
 		fprintf(out, "# TasksMax: no pids.peak was measured\n");
-	if (m->have_memory_peak && memory_not_derived(m)) {
-		hw_format_bytes(memory_advice(m, margin).max, val, sizeof(val));
-		fprintf(out, "# MemoryMax=%s  (not set: %s)\n", val, memory_not_derived(m));
+	if (m->have_memory_peak && hw_memory_not_derived(m)) {
+		hw_format_bytes(hw_memory_advice(m, margin).max, val, sizeof(val));
+		fprintf(out, "# MemoryMax=%s  (not set: %s)\n", val, hw_memory_not_derived(m));
 	} else if (m->have_memory_peak) {
-		struct memory_advice ma = memory_advice(m, margin);
+		struct hw_memory_advice ma = hw_memory_advice(m, margin);
 		char peak[32], cache[32];
 
 		human(m->memory_peak, peak, sizeof(peak));
@@ -631,7 +541,7 @@ static void report_docker(FILE *out, const struct hw_marks *m, int margin)
 	fprintf(out, "# Measured: %s. Margin %d%%.\n",
 		run_summary(m, buf, sizeof(buf)), margin);
 	for (int i = 0; i < HW_NLIMITS; i++) {
-		struct advice a = limit_advice(m, i, margin);
+		struct hw_advice a = hw_limit_advice(m, i, margin);
 
 		if (hw_limits[i].kind == HW_UNTRACKED)
 			continue;
@@ -647,15 +557,15 @@ static void report_docker(FILE *out, const struct hw_marks *m, int margin)
 				hw_limits[i].key, a.why);
 		}
 	}
-	if (m->have_pids_peak && tasks_not_derived(m))
-		fprintf(out, "# --pids-limit: not set: %s\n", tasks_not_derived(m));
+	if (m->have_pids_peak && hw_tasks_not_derived(m))
+		fprintf(out, "# --pids-limit: not set: %s\n", hw_tasks_not_derived(m));
 	else if (m->have_pids_peak)
 		flag_add(&fl, "--pids-limit=%" PRIu64,
 			 hw_recommend(HW_COUNT, m->pids_peak, margin));
-	if (m->have_memory_peak && memory_not_derived(m)) {
-		fprintf(out, "# --memory: not set: %s\n", memory_not_derived(m));
+	if (m->have_memory_peak && hw_memory_not_derived(m)) {
+		fprintf(out, "# --memory: not set: %s\n", hw_memory_not_derived(m));
 	} else if (m->have_memory_peak) {
-		struct memory_advice ma = memory_advice(m, margin);
+		struct hw_memory_advice ma = hw_memory_advice(m, margin);
 
 		hw_format_bytes(ma.max, val, sizeof(val));
 		fprintf(out, "# --memory is memory.peak plus the margin (page cache included)\n");
@@ -704,21 +614,28 @@ static void report_docker(FILE *out, const struct hw_marks *m, int margin)
 	flags_print(out, &fl);
 }
 
+/* The formats: one writer each, from the same marks and the same policy. */
+static const struct format {
+	const char *name, *alias;
+	void (*write)(FILE *out, const struct hw_marks *m, int margin);
+} formats[] = {
+	[HW_TEXT] = { "text", NULL, report_text },
+	[HW_JSON] = { "json", NULL, report_json },
+	[HW_SYSTEMD] = { "systemd", NULL, report_systemd },
+	[HW_DOCKER] = { "docker", "podman", report_docker },	/* the same flags */
+};
+
+int hw_format_from_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (!strcmp(name, formats[i].name) ||
+		    (formats[i].alias && !strcmp(name, formats[i].alias)))
+			return i;
+	return -1;
+}
+
 void hw_report(FILE *out, const struct hw_marks *m, enum hw_format f,
 	       int margin)
 {
-	switch (f) {
-	case HW_TEXT:
-		report_text(out, m, margin);
-		break;
-	case HW_JSON:
-		report_json(out, m);
-		break;
-	case HW_SYSTEMD:
-		report_systemd(out, m, margin);
-		break;
-	case HW_DOCKER:
-		report_docker(out, m, margin);
-		break;
-	}
+	formats[f].write(out, m, margin);
 }
