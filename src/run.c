@@ -304,6 +304,7 @@ static void check_left_cgroup(pid_t pid, const struct cg *cg, struct hw_marks *m
 	}
 }
 
+/* The command as a shell would take it back, "..." at the end if cut. */
 static void command_line(char **argv, char *buf, size_t size)
 {
 	size_t n = 0;
@@ -315,6 +316,8 @@ static void command_line(char **argv, char *buf, size_t size)
 		n += snprintf(buf + n, size - n, plain ? "%s%s" : "%s'%s'",
 			      i ? " " : "", argv[i]);
 	}
+	if (n >= size && size > 4)	/* cut short: say so */
+		strcpy(buf + size - 4, "...");
 }
 
 static double now(void)
