@@ -3,6 +3,7 @@
  * Reading the marks: a process's /proc files and a cgroup's files.  What a
  * kernel does not offer becomes a note saying so, never a made-up number.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
@@ -290,5 +291,50 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 	} else {
 		hw_note(m, "devices accessed: the cgroup has no devices.accessed (kernel without the highwater series)");
 	}
+	return 0;
+}
+
+/* Every process in @dir and below, maximized into @m. */
+static void collect_tree(const char *dir, struct hw_marks *m, int depth)
+{
+	char path[1200], *procs;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if (hw_read_file_alloc(path, &procs) > 0) {
+		for (char *t = strtok(procs, "\n"); t; t = strtok(NULL, "\n"))
+			hw_collect_process(atoi(t), m, false);
+		free(procs);
+	}
+	if (depth > 32 || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			collect_tree(path, m, depth + 1);
+		}
+	closedir(d);
+}
+
+/*
+ * Everything highwater reads of the cgroup at @dir, under the cgroup2 mount
+ * @mount: its living processes' marks (the first one's limits), its own
+ * files, and the marks it kept of the processes that exited in it.  0, or
+ * -errno when the cgroup cannot be read.
+ */
+int hw_collect_cgroup_all(const char *mount, const char *dir, struct hw_marks *m)
+{
+	int r;
+
+	snprintf(m->cgroup, sizeof(m->cgroup), "%s", dir + strlen(mount));
+	/* The living processes first: the cgroup's marks above theirs are of exited ones. */
+	collect_tree(dir, m, 0);
+	r = hw_collect_cgroup(dir, m);
+	if (r)
+		return r;
+	hw_collect_cgroup_marks(dir, m);
+	if (!m->processes && !m->have_cgroup_marks)
+		hw_note(m, "rlimit peaks and capabilities: no process is left in the cgroup to read them from");
 	return 0;
 }

@@ -163,6 +163,8 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m);
  * process itself and reads its marks first.
  */
 void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m);
+/* All of the above for cgroup, unit and export: 0 or -errno */
+int hw_collect_cgroup_all(const char *mount, const char *dir, struct hw_marks *m);
 int hw_cgroup2_mount(char *buf, size_t size);
 
 /*
@@ -215,6 +217,15 @@ struct hw_run_opts {
 };
 #define HW_KILL_AFTER 10.0	/* seconds, --kill-after's default */
 int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m);
+
+/*
+ * export.c: every cgroup under @roots (default system.slice, machine.slice)
+ * in Prometheus's text format, to @out or atomically to
+ * TEXTFILE_DIR/highwater.prom; 0 or an exit code.  hw_export_write writes
+ * the marks of @n cgroups read in @seconds.
+ */
+int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir);
+void hw_export_write(FILE *out, const struct hw_marks *m, int n, double seconds);
 
 /* parse.c: "highwater: ..." on stderr */
 void hw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

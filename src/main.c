@@ -31,6 +31,7 @@ static const char usage[] =
 "       highwater cgroup [OPTIONS] PATH              the marks of a cgroup and its processes\n"
 "       highwater unit [OPTIONS] NAME                the same for a systemd unit's cgroup\n"
 "       highwater merge [OPTIONS] FILE.json...       the maximum of several JSON reports\n"
+"       highwater export [OPTIONS] [CGROUP...]       every cgroup's marks for Prometheus\n"
 "\n"
 "options:\n"
 "  -f, --format FORMAT     text (default), json, systemd, docker (or podman)\n"
@@ -43,6 +44,7 @@ static const char usage[] =
 "                          SIGTERM, SIGINT or SIGHUP (default 10)\n"
 "      --pids-max N        run: the workload's task limit (pids.max)\n"
 "      --memory-max SIZE   run: its memory limit (memory.max; K, M, G suffixes)\n"
+"      --textfile-dir DIR  export: write DIR/highwater.prom, atomically (node_exporter)\n"
 "  -V, --version           highwater's version\n"
 "  -h, --help              this help\n"
 "\n"
@@ -173,29 +175,6 @@ static int cmd_show(const char *arg, struct hw_marks *m)
 	return 0;
 }
 
-/* Every process in @dir and below, maximized into @m. */
-static void collect_tree(const char *dir, struct hw_marks *m, int depth)
-{
-	char path[1200], *procs;
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	if (hw_read_file_alloc(path, &procs) > 0) {
-		for (char *t = strtok(procs, "\n"); t; t = strtok(NULL, "\n"))
-			hw_collect_process(atoi(t), m, false);
-		free(procs);
-	}
-	if (depth > 32 || !(d = opendir(dir)))
-		return;
-	while ((de = readdir(d)))
-		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			collect_tree(path, m, depth + 1);
-		}
-	closedir(d);
-}
-
 /* The cgroup2 mount point into @mount, or a message and an exit code. */
 static int cgroup2_mount(char *mount, size_t size)
 {
@@ -226,17 +205,11 @@ static int cmd_cgroup(const char *arg, struct hw_marks *m)
 		return HW_EX_NOINPUT;
 	}
 	snprintf(m->command, sizeof(m->command), "cgroup %s", dir + strlen(mount));
-	snprintf(m->cgroup, sizeof(m->cgroup), "%s", dir + strlen(mount));
-	/* The living processes first: the cgroup's marks above theirs are of exited ones. */
-	collect_tree(dir, m, 0);
-	r = hw_collect_cgroup(dir, m);
+	r = hw_collect_cgroup_all(mount, dir, m);
 	if (r) {
 		hw_warn("cannot read the cgroup %s: %s", dir, strerror(-r));
 		return errno_exit(-r);
 	}
-	hw_collect_cgroup_marks(dir, m);
-	if (!m->processes && !m->have_cgroup_marks)
-		hw_note(m, "rlimit peaks and capabilities: no process is left in the cgroup to read them from");
 	return 0;
 }
 
@@ -381,6 +354,8 @@ struct call {
 	int argc;
 	const struct hw_run_opts *ro;
 	struct hw_marks *m;
+	FILE *out;			/* for export, which writes its own */
+	const char *textfile_dir;	/* export --textfile-dir */
 };
 
 static int verb_run(const struct call *c)
@@ -411,22 +386,30 @@ static int verb_merge(const struct call *c)
 	return cmd_merge(c->argv, c->argc, c->m);
 }
 
+static int verb_export(const struct call *c)
+{
+	return hw_export(c->argv, c->argc, c->out, c->textfile_dir);
+}
+
 /*
  * The commands.  fn returns 0 or an exit code; a failed command prints no
  * report, except run, which reports what it read (a negative code: nothing).
+ * export writes metrics, not a report.
  */
 static const struct verb {
 	const char *name;
 	int (*fn)(const struct call *c);
-	int max_args;		/* at least one */
+	int min_args, max_args;
 	const char *needs;	/* for the usage error */
 	bool runs;		/* takes run's options (--timeout ...) */
+	bool metrics;		/* writes its own output: no report, no --format */
 } verbs[] = {
-	{ "run", verb_run, INT_MAX, "a command to run", true },
-	{ "show", verb_show, 1, "one process ID", false },
-	{ "cgroup", verb_cgroup, 1, "one cgroup path", false },
-	{ "unit", verb_unit, 1, "one systemd unit name", false },
-	{ "merge", verb_merge, INT_MAX, "one or more JSON files", false },
+	{ "run", verb_run, 1, INT_MAX, "a command to run", true, false },
+	{ "show", verb_show, 1, 1, "one process ID", false, false },
+	{ "cgroup", verb_cgroup, 1, 1, "one cgroup path", false, false },
+	{ "unit", verb_unit, 1, 1, "one systemd unit name", false, false },
+	{ "merge", verb_merge, 1, INT_MAX, "one or more JSON files", false, false },
+	{ "export", verb_export, 0, INT_MAX, "cgroup paths, or none", false, true },
 };
 
 int main(int argc, char **argv)
@@ -440,6 +423,7 @@ int main(int argc, char **argv)
 		{ "kill-after", required_argument, NULL, 'k' },
 		{ "pids-max", required_argument, NULL, 'P' },
 		{ "memory-max", required_argument, NULL, 'M' },
+		{ "textfile-dir", required_argument, NULL, 'T' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -447,7 +431,8 @@ int main(int argc, char **argv)
 	static struct hw_marks marks;
 	struct hw_run_opts ro = { .kill_after = HW_KILL_AFTER };
 	const struct verb *verb = NULL;
-	const char *sub, *output = NULL;
+	const char *sub, *output = NULL, *textfile_dir = NULL;
+	bool format_given = false, margin_given = false;
 	int format = HW_TEXT, margin = DEFAULT_MARGIN, c, code;
 	FILE *out = stdout;
 	char *end;
@@ -467,7 +452,7 @@ int main(int argc, char **argv)
 		if (!strcmp(sub, verbs[i].name))
 			verb = &verbs[i];
 	if (!verb)
-		return usage_error("unknown command '%s': use run, show, cgroup, unit or merge", sub);
+		return usage_error("unknown command '%s': use run, show, cgroup, unit, merge or export", sub);
 
 	argv++, argc--;
 	while ((c = getopt_long(argc, argv, "+f:m:o:t:p:k:Vh", longopts, NULL)) != -1) {
@@ -476,12 +461,17 @@ int main(int argc, char **argv)
 					   c == 't' ? "timeout" : c == 'p' ? "cgroup-parent" :
 					   c == 'k' ? "kill-after" : c == 'P' ? "pids-max" : "memory-max");
 		switch (c) {
+		case 'T':
+			textfile_dir = optarg;
+			break;
 		case 'f':
+			format_given = true;
 			format = hw_format_from_name(optarg);
 			if (format < 0)
 				return usage_error("unknown format '%s': use text, json, systemd or docker", optarg);
 			break;
 		case 'm':
+			margin_given = true;
 			margin = strtol(optarg, &end, 10);
 			if (*end == '%')
 				end++;
@@ -522,8 +512,14 @@ int main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc < 1 || argc > verb->max_args)
+	if (argc < verb->min_args || argc > verb->max_args)
 		return usage_error("%s needs %s", sub, verb->needs);
+	if (verb->metrics && (format_given || margin_given))
+		return usage_error("%s writes Prometheus's text format: --format and --margin are for reports", sub);
+	if (textfile_dir && !verb->metrics)
+		return usage_error("--textfile-dir is an option of export");
+	if (textfile_dir && output)
+		return usage_error("give --textfile-dir or --output, not both");
 
 	/* Open the output first: a bad path must fail before anything runs. */
 	if (output) {
@@ -535,8 +531,8 @@ int main(int argc, char **argv)
 	}
 
 	hw_marks_init(&marks);
-	code = verb->fn(&(struct call){ argv, argc, &ro, &marks });
-	if (code < 0 || (code && !verb->runs)) {
+	code = verb->fn(&(struct call){ argv, argc, &ro, &marks, out, textfile_dir });
+	if (code < 0 || (code && !verb->runs) || verb->metrics) {
 		code = abs(code);
 		goto out;
 	}

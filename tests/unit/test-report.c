@@ -375,11 +375,58 @@ static void limits_run_into(const struct hw_marks *demo)
 	       "limits run into: a merge with a clean run sets no limit either");
 }
 
+/*
+ * export: the Prometheus text of two cgroups, exact where it matters: base
+ * units, +Inf for no limit, label values escaped, each family once.
+ */
+static void prometheus_export(const struct hw_marks *demo)
+{
+	struct hw_marks two[2];
+	char *buf = NULL, *p;
+	size_t size;
+	FILE *out = open_memstream(&buf, &size);
+	int helps = 0, types = 0;
+
+	two[0] = *demo;
+	strcpy(two[0].cgroup, "/system.slice/demo.service");
+	set_limit(&two[0], "rttime", 1234567, HW_UNLIMITED);
+	hw_marks_init(&two[1]);
+	strcpy(two[1].cgroup, "/machine.slice/odd\"name\\.scope");
+	two[1].have_pids_peak = true;
+	two[1].pids_peak = 3;
+	two[1].pids_max = 50;
+	two[1].pids_refused = 7;
+	hw_export_write(out, two, 2, 0.25);
+	fclose(out);
+	for (p = buf; (p = strstr(p, "# HELP ")); p++)
+		helps++;
+	for (p = buf; (p = strstr(p, "# TYPE ")); p++)
+		types++;
+	tap_ok(has_line(buf, "highwater_rlimit_peak{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",limit=\"nofile\"} 203") &&
+	       has_line(buf, "highwater_rlimit_peak{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",limit=\"rttime\"} 1.234567") &&
+	       has_line(buf, "highwater_rlimit_soft{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",limit=\"nofile\"} 1024") &&
+	       has_line(buf, "highwater_rlimit_soft{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",limit=\"as\"} +Inf"),
+	       "export: rlimit peaks and soft limits in base units, +Inf for none");
+	tap_ok(has_line(buf, "highwater_tasks_peak{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\"} 9") &&
+	       has_line(buf, "highwater_tasks_max{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\"} +Inf") &&
+	       has_line(buf, "highwater_memory_peak_bytes{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\"} 34000000") &&
+	       has_line(buf, "highwater_tasks_refused_total{cgroup=\"/machine.slice/odd\\\"name\\\\.scope\",unit=\"odd\\\"name\\\\.scope\"} 7") &&
+	       lacks(buf, "highwater_memory_peak_bytes{cgroup=\"/machine.slice"),
+	       "export: tasks and memory, a label value escaped, nothing for what was not measured");
+	tap_ok(has_line(buf, "highwater_capability_used{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",capability=\"CAP_NET_BIND_SERVICE\"} 1") &&
+	       has_line(buf, "highwater_device_accessed{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",device=\"c 1:3\",access=\"rw\",name=\"/dev/null\"} 1") &&
+	       has_line(buf, "highwater_device_accessed{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",device=\"c 240:*\",access=\"m\",name=\"\"} 1"),
+	       "export: capabilities and devices, one sample each");
+	tap_ok(helps == 13 && types == 13 && has_line(buf, "highwater_export_cgroups 2"),
+	       "export: each of the 13 families has one HELP and one TYPE (%d, %d)", helps, types);
+	free(buf);
+}
+
 int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(40);
+	tap_plan(44);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
@@ -390,5 +437,6 @@ int main(void)
 	mainline();
 	device_names_from_report();
 	limits_run_into(&m);
+	prometheus_export(&m);
 	return tap_exit();
 }

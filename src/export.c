@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * highwater export: the marks of every cgroup under some roots in the
+ * Prometheus text exposition format (version 0.0.4), for node_exporter's
+ * textfile collector.  One family at a time, each with its HELP and TYPE,
+ * every cgroup a sample labelled cgroup="/system.slice/nginx.service" and
+ * unit="nginx.service"; values in base units (bytes, seconds), "+Inf" for
+ * no limit.  The file is written aside and renamed, so that a scrape never
+ * reads half of it.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hw.h"
+
+struct cgroups {
+	struct hw_marks *m;
+	int n, size;
+};
+
+/* @dir and every cgroup below it (32 levels at most), in tree order. */
+static int walk(const char *mount, const char *dir, struct cgroups *cgs, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	if (cgs->n == cgs->size) {
+		int size = cgs->size ? 2 * cgs->size : 64;
+		struct hw_marks *m = realloc(cgs->m, size * sizeof(*m));
+
+		if (!m)
+			return -ENOMEM;
+		cgs->m = m;
+		cgs->size = size;
+	}
+	hw_marks_init(&cgs->m[cgs->n]);
+	r = hw_collect_cgroup_all(mount, dir, &cgs->m[cgs->n]);
+	if (r == -ENOENT)
+		return 0;	/* removed meanwhile */
+	if (r)
+		return r;
+	cgs->n++;
+	if (depth >= 32 || !(d = opendir(dir)))
+		return 0;
+	while ((de = readdir(d))) {
+		char path[1200];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		r = walk(mount, path, cgs, depth + 1);
+		if (r)
+			break;
+	}
+	closedir(d);
+	return r;
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void label_value(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', out);
+		if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+/* The unit a cgroup is: its last component when systemd named it so. */
+static const char *unit_of(const char *cgroup)
+{
+	static const char *const kinds[] = { ".service", ".scope", ".slice", ".socket",
+					     ".mount", ".swap" };
+	const char *name = strrchr(cgroup, '/');
+	size_t n;
+
+	name = name ? name + 1 : cgroup;
+	n = strlen(name);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (n > strlen(kinds[i]) && !strcmp(name + n - strlen(kinds[i]), kinds[i]))
+			return name;
+	return "";
+}
+
+/* name{cgroup="...",unit="..."[,EXTRA] */
+static void series(FILE *out, const char *name, const struct hw_marks *m)
+{
+	fprintf(out, "%s{cgroup=\"", name);
+	label_value(out, m->cgroup[0] ? m->cgroup : "/");
+	fputs("\",unit=\"", out);
+	label_value(out, unit_of(m->cgroup));
+	fputc('"', out);
+}
+
+static void value(FILE *out, uint64_t v)
+{
+	if (v == HW_UNLIMITED)
+		fputs("} +Inf\n", out);
+	else
+		fprintf(out, "} %" PRIu64 "\n", v);
+}
+
+static void family(FILE *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/*
+ * A limit's value in base units: RLIMIT_RTTIME is in microseconds, which
+ * Prometheus wants as seconds; the others are bytes, seconds or counts.
+ */
+static void limit_sample(FILE *out, int i, uint64_t v)
+{
+	if (i == RLIMIT_RTTIME && v != HW_UNLIMITED)
+		fprintf(out, "} %" PRIu64 ".%06" PRIu64 "\n", v / 1000000, v % 1000000);
+	else
+		value(out, v);
+}
+
+/* The rlimit families: peaks and soft limits, one sample per limit known. */
+static void rlimits(FILE *out, const struct cgroups *cgs)
+{
+	family(out, "highwater_rlimit_peak", "gauge",
+	       "The smallest soft limit every check of the cgroup's processes, living and exited, would have passed (limits_peak, rlimits.peak); bytes, seconds or counts.");
+	for (int c = 0; c < cgs->n; c++)
+		for (int i = 0; i < HW_NLIMITS; i++) {
+			if (!cgs->m[c].lim[i].have_peak)
+				continue;
+			series(out, "highwater_rlimit_peak", &cgs->m[c]);
+			fprintf(out, ",limit=\"%s\"", hw_limits[i].key);
+			limit_sample(out, i, cgs->m[c].lim[i].peak);
+		}
+	family(out, "highwater_rlimit_soft", "gauge",
+	       "The soft limit of the cgroup's first living process (/proc/PID/limits); +Inf for none.");
+	for (int c = 0; c < cgs->n; c++)
+		for (int i = 0; i < HW_NLIMITS; i++) {
+			if (!cgs->m[c].lim[i].have_limit)
+				continue;
+			series(out, "highwater_rlimit_soft", &cgs->m[c]);
+			fprintf(out, ",limit=\"%s\"", hw_limits[i].key);
+			limit_sample(out, i, cgs->m[c].lim[i].soft);
+		}
+}
+
+/*
+ * One family of a cgroup number: @have and @v are read at the offsets given,
+ * so that the table below says everything about each.
+ */
+struct number_family {
+	const char *name, *type, *help;
+	size_t have, v;	/* offsets in struct hw_marks; have 0: always */
+};
+
+#define AT(field) offsetof(struct hw_marks, field)
+
+static const struct number_family numbers[] = {
+	{ "highwater_tasks_peak", "gauge", "pids.peak: the most tasks the cgroup had at once.",
+	  AT(have_pids_peak), AT(pids_peak) },
+	{ "highwater_tasks_max", "gauge", "pids.max: the cgroup's task limit; +Inf for none.",
+	  AT(have_pids_peak), AT(pids_max) },
+	{ "highwater_tasks_refused_total", "counter", "Forks refused at the cgroup's task limit (pids.events max).",
+	  AT(have_pids_peak), AT(pids_refused) },
+	{ "highwater_memory_peak_bytes", "gauge", "memory.peak: the most memory charged to the cgroup, page cache included.",
+	  AT(have_memory_peak), AT(memory_peak) },
+	{ "highwater_memory_max_bytes", "gauge", "memory.max: the cgroup's memory limit; +Inf for none.",
+	  AT(have_memory_peak), AT(memory_max) },
+	{ "highwater_memory_max_events_total", "counter", "Times the cgroup reached memory.max and was made to reclaim (memory.events max).",
+	  AT(have_memory_peak), AT(memory_max_events) },
+	{ "highwater_memory_oom_kills_total", "counter", "Processes of the cgroup the OOM killer killed (memory.events oom_kill).",
+	  AT(have_memory_peak), AT(memory_oom_kills) },
+};
+
+static void cgroup_numbers(FILE *out, const struct cgroups *cgs)
+{
+	for (size_t f = 0; f < sizeof(numbers) / sizeof(numbers[0]); f++) {
+		family(out, numbers[f].name, numbers[f].type, numbers[f].help);
+		for (int c = 0; c < cgs->n; c++) {
+			const char *m = (const char *)&cgs->m[c];
+
+			if (numbers[f].have && !*(const bool *)(m + numbers[f].have))
+				continue;
+			series(out, numbers[f].name, &cgs->m[c]);
+			value(out, *(const uint64_t *)(m + numbers[f].v));
+		}
+	}
+}
+
+static void capabilities(FILE *out, const struct cgroups *cgs)
+{
+	family(out, "highwater_capability_used", "gauge",
+	       "1 for each capability a process of the cgroup used (CapUsd, capabilities.used).");
+	for (int c = 0; c < cgs->n; c++)
+		for (int cap = 0; cap <= 63; cap++) {
+			const char *name = hw_cap_name(cap);
+
+			if (!cgs->m[c].have_cap_used || !(cgs->m[c].cap_used & (1ULL << cap)))
+				continue;
+			series(out, "highwater_capability_used", &cgs->m[c]);
+			if (name)
+				fprintf(out, ",capability=\"%s\"", name);
+			else	/* past the last this highwater knows */
+				fprintf(out, ",capability=\"%d\"", cap);
+			value(out, 1);
+		}
+}
+
+static void devices(FILE *out, const struct cgroups *cgs)
+{
+	family(out, "highwater_device_accessed", "gauge",
+	       "1 for each device the cgroup's processes opened or created (devices.accessed), with its access r, w, m.");
+	for (int c = 0; c < cgs->n; c++)
+		for (int i = 0; i < cgs->m[c].ndevices; i++) {
+			const struct hw_device *d = &cgs->m[c].devices[i];
+			char id[64], access[4] = "", *a = access;
+
+			if (d->major == HW_ANY)
+				snprintf(id, sizeof(id), "%c *:*", d->type);
+			else if (d->minor == HW_ANY)
+				snprintf(id, sizeof(id), "%c %u:*", d->type, d->major);
+			else
+				snprintf(id, sizeof(id), "%c %u:%u", d->type, d->major, d->minor);
+			if (d->access & HW_ACC_READ)
+				*a++ = 'r';
+			if (d->access & HW_ACC_WRITE)
+				*a++ = 'w';
+			if (d->access & HW_ACC_MKNOD)
+				*a++ = 'm';
+			series(out, "highwater_device_accessed", &cgs->m[c]);
+			fprintf(out, ",device=\"%s\",access=\"%s\",name=\"", id, access);
+			label_value(out, d->name);
+			fputc('"', out);
+			value(out, 1);
+		}
+}
+
+void hw_export_write(FILE *out, const struct hw_marks *m, int n, double seconds)
+{
+	const struct cgroups cgs = { (struct hw_marks *)m, n, n };
+
+	rlimits(out, &cgs);
+	cgroup_numbers(out, &cgs);
+	capabilities(out, &cgs);
+	devices(out, &cgs);
+	family(out, "highwater_export_cgroups", "gauge", "Cgroups this export read.");
+	fprintf(out, "highwater_export_cgroups %d\n", n);
+	family(out, "highwater_export_duration_seconds", "gauge", "How long this export took to read them.");
+	fprintf(out, "highwater_export_duration_seconds %.3f\n", seconds);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Read every cgroup under @roots (relative to the cgroup2 mount; default
+ * system.slice and machine.slice, those that exist) and write them to @out,
+ * or with @textfile_dir to DIR/highwater.prom, written aside and renamed.
+ * 0 or an exit code, with a message.
+ */
+int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir)
+{
+	static char *defaults[] = { "system.slice", "machine.slice" };
+	struct cgroups cgs = { 0 };
+	char mount[256], dir[1024], tmp[1100], final[1100];
+	double start = now();
+	int r = 0, found = 0;
+
+	if (hw_cgroup2_mount(mount, sizeof(mount))) {
+		hw_warn("no cgroup2 file system is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
+		return HW_EX_UNAVAILABLE;
+	}
+	if (!nroots) {
+		roots = defaults;
+		nroots = 2;
+	}
+	for (int i = 0; i < nroots && !r; i++) {
+		struct stat st;
+
+		snprintf(dir, sizeof(dir), "%s/%s", mount, roots[i][0] == '/' ? roots[i] + 1 : roots[i]);
+		if (!strncmp(roots[i], mount, strlen(mount)))
+			snprintf(dir, sizeof(dir), "%s", roots[i]);
+		if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+			if (roots == defaults)
+				continue;	/* no containers here, say */
+			hw_warn("%s is not a cgroup (give paths under %s, or relative to it)", dir, mount);
+			free(cgs.m);
+			return HW_EX_NOINPUT;
+		}
+		found++;
+		r = walk(mount, dir, &cgs, 0);
+	}
+	if (r) {
+		hw_warn("cannot read the cgroups: %s", strerror(-r));
+		free(cgs.m);
+		return r == -ENOMEM ? HW_EX_SOFTWARE : HW_EX_IOERR;
+	}
+	if (!found)
+		hw_warn("neither system.slice nor machine.slice is under %s: nothing to export (give the roots)", mount);
+
+	if (textfile_dir) {
+		snprintf(final, sizeof(final), "%s/highwater.prom", textfile_dir);
+		snprintf(tmp, sizeof(tmp), "%s/.highwater.prom.%d", textfile_dir, (int)getpid());
+		out = fopen(tmp, "we");
+		if (!out) {
+			r = errno;
+			hw_warn("cannot write %s: %s", tmp, strerror(r));
+			free(cgs.m);
+			return r == EACCES || r == EPERM ? HW_EX_NOPERM : HW_EX_IOERR;
+		}
+	}
+	hw_export_write(out, cgs.m, cgs.n, now() - start);
+	free(cgs.m);
+	if (textfile_dir) {
+		bool bad = fflush(out) || fsync(fileno(out));
+
+		if (fclose(out))
+			bad = true;
+		if (bad || rename(tmp, final)) {
+			hw_warn("cannot write %s: %s", final, strerror(errno));
+			unlink(tmp);
+			return HW_EX_IOERR;
+		}
+	} else if (fflush(out)) {
+		hw_warn("cannot write the metrics: %s", strerror(errno));
+		return HW_EX_IOERR;
+	}
+	return 0;
+}
