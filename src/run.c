@@ -368,18 +368,11 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 	const char *passed_on = NULL;	/* the signal that started the grace */
 	pid_t cmd;
 
-	command_line(argv, m->command, sizeof(m->command));
-	cgroup_setup(&cg, o->cgroup_parent, m);
-	if (apply_limits(&cg, o)) {
-		cgroup_cleanup(&cg);
-		return -HW_EX_UNAVAILABLE;
-	}
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1)) {
-		hw_warn("cannot become child subreaper: %s", strerror(errno));
-		cgroup_cleanup(&cg);
-		return HW_EX_SOFTWARE;
-	}
-
+	/*
+	 * Signals wait from the start: a SIGTERM that comes while the cgroup
+	 * is being made is passed on to the command once it runs, instead of
+	 * killing highwater and leaving the cgroup behind.
+	 */
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGINT);
@@ -387,18 +380,31 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, &old);
 
+	command_line(argv, m->command, sizeof(m->command));
+	cgroup_setup(&cg, o->cgroup_parent, m);
+	if (apply_limits(&cg, o)) {
+		code = -HW_EX_UNAVAILABLE;
+		goto fail;
+	}
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1)) {
+		hw_warn("cannot become child subreaper: %s", strerror(errno));
+		code = HW_EX_SOFTWARE;
+		goto fail;
+	}
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		hw_warn("pipe: %s", strerror(errno));
-		cgroup_cleanup(&cg);
-		return HW_EX_SOFTWARE;
+		code = HW_EX_SOFTWARE;
+		goto fail;
 	}
 	start = now();
 	deadline = o->timeout > 0 ? start + o->timeout : 0;
 	cmd = fork();
 	if (cmd < 0) {
 		hw_warn("fork: %s", strerror(errno));
-		cgroup_cleanup(&cg);
-		return HW_EX_SOFTWARE;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		code = HW_EX_SOFTWARE;
+		goto fail;
 	}
 	if (cmd == 0)
 		child(argv, &cg, &old, pipefd[1]);
@@ -499,5 +505,10 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 		code = HW_EX_SOFTWARE;
 	}
 	m->exit_status = code;
+	return code;
+
+fail:	/* before the command ran */
+	cgroup_cleanup(&cg);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	return code;
 }

@@ -3,9 +3,10 @@
  * hostile: workloads that push against the profiler, for
  * tests/guest/highwater-hostile.c.
  *
- *   hostile bomb      every process forks until a fork fails, then all
- *                     exit after a second; refuses to start unless its
- *                     cgroup has a pids.max (it would take the machine)
+ *   hostile bomb      every process forks until a fork fails anywhere,
+ *                     then all exit after a second; refuses to start
+ *                     unless its cgroup has a pids.max (it would take the
+ *                     machine)
  *   hostile many N    N orphans, one after another, each exiting at once
  *   hostile hog MB    allocates and touches MB mebibytes, one at a time
  *
@@ -14,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +56,17 @@ static int bomb(void)
 	if (pipe(pipefd))
 		return 1;
 	for (;;) {
-		pid_t pid = fork();
+		struct pollfd stop = { pipefd[0], POLLIN, 0 };
+		pid_t pid;
 
+		/*
+		 * Once any fork failed, nobody forks again: the bomb ends,
+		 * instead of going on in the slots the first ones free as
+		 * they exit (on a slow kernel it could go on for ever).
+		 */
+		if (poll(&stop, 1, 0) > 0)
+			break;
+		pid = fork();
 		if (pid == 0)
 			continue;	/* the child forks on, too */
 		if (pid < 0) {

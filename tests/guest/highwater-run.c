@@ -197,7 +197,9 @@ static void signal_forwarded(void)
 		      (char *)NULL);
 		_exit(99);
 	}
-	usleep(500000);
+	/* once the command runs: then the signal must reach it */
+	for (int i = 0; i < 500 && !processes_named("sleep 1002", 0); i++)
+		usleep(20000);
 	kill(pid, SIGTERM);
 	waitpid(pid, &status, 0);
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM &&
