@@ -138,6 +138,40 @@ static inline int remove_cgroup(const char *dir)
 }
 
 /*
+ * A child that joins the cgroup whose cgroup.procs is @procs, opens 50 more
+ * descriptors and waits to be killed; *@nofile gets its descriptor peak
+ * (the highest it holds plus one), -1 when it did not say.
+ */
+static inline pid_t fork_fd_holder(const char *procs, int *nofile)
+{
+	int ready[2], highest = -2;
+	pid_t pid;
+
+	if (pipe(ready))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		write_file(procs, "0");
+		for (int i = 0; i < 50; i++) {
+			int fd = open("/dev/null", O_RDONLY);
+
+			if (fd > highest)
+				highest = fd;
+		}
+		if (write(ready[1], &highest, sizeof(highest)) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	if (read(ready[0], &highest, sizeof(highest)) != sizeof(highest))
+		highest = -2;
+	close(ready[0]);
+	close(ready[1]);
+	*nofile = highest + 1;
+	return pid;
+}
+
+/*
  * Is this one of the checkers' kernels (kmemleak's debug kernel, KCSAN's)?
  * Tests that make thousands of processes or cgroups make fewer there,
  * where each costs ten times as much and the checkers see the same paths.

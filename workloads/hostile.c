@@ -28,10 +28,15 @@ static int has_pids_max(void)
 {
 	char line[4096], path[4200], max[32] = "";
 	FILE *f = fopen("/proc/self/cgroup", "r");
+	int v2 = 0;
 
-	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "0::", 3))
+	/* The "0::PATH" line: v1 hierarchies, if any are mounted, come first. */
+	while (f && !v2 && fgets(line, sizeof(line), f))
+		v2 = !strncmp(line, "0::", 3);
+	if (f)
+		fclose(f);
+	if (!v2)
 		return 0;
-	fclose(f);
 	line[strcspn(line, "\n")] = '\0';
 	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/pids.max", line + 3);
 	f = fopen(path, "r");

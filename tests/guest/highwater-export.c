@@ -43,36 +43,6 @@ static int has_line(const char *text, const char *line)
 	return 0;
 }
 
-/* A child in ROOT/holder.service holding 50 more descriptors; its highest + 1. */
-static pid_t holder(int *nofile)
-{
-	int ready[2], highest = -1;
-	pid_t pid;
-
-	if (pipe(ready))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		write_file(ROOT "/holder.service/cgroup.procs", "0");
-		for (int i = 0; i < 50; i++) {
-			int fd = open("/dev/null", O_RDONLY);
-
-			if (fd > highest)
-				highest = fd;
-		}
-		if (write(ready[1], &highest, sizeof(highest)) < 0)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	if (read(ready[0], &highest, sizeof(highest)) != sizeof(highest))
-		highest = -2;
-	close(ready[0]);
-	close(ready[1]);
-	*nofile = highest + 1;
-	return pid;
-}
-
 /*
  * contrib/'s units, as installed with highwater where the unit says: what
  * systemd-analyze verify makes of them (1 clean; 0 not; -1 no systemd).
@@ -131,7 +101,7 @@ int main(void)
 		made += !mkdir(path, 0755);
 	}
 	mkdir(ROOT "/holder.service", 0755);
-	pid = holder(&nofile);
+	pid = fork_fd_holder(ROOT "/holder.service/cgroup.procs", &nofile);
 	mkdir("/tmp/highwater-textfile", 0755);
 	unlink("/tmp/highwater-textfile/highwater.prom");
 
