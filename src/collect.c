@@ -187,16 +187,6 @@ static int cg_read_u64(const char *dir, const char *file, uint64_t *val)
 	return hw_parse_u64(buf, val);
 }
 
-/* One "key value" line of a flat-keyed cgroup file; @val stays when absent. */
-static void cg_read_key(const char *dir, const char *file, const char *key,
-			uint64_t *val)
-{
-	char buf[1024];
-
-	if (cg_read(dir, file, buf, sizeof(buf)) >= 0)
-		hw_parse_memory_stat(buf, key, val);
-}
-
 /*
  * rlimits.peak and capabilities.used of the cgroup at @dir, which keep the
  * marks of the processes that exited there, whoever reaped them.  The living
@@ -257,7 +247,8 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 	if (!cg_read_u64(dir, "pids.peak", &m->pids_peak)) {
 		m->have_pids_peak = true;
 		cg_read_u64(dir, "pids.max", &m->pids_max);
-		cg_read_key(dir, "pids.events", "max", &m->pids_refused);
+		if (cg_read(dir, "pids.events", buf, sizeof(buf)) >= 0)
+			hw_parse_memory_stat(buf, "max", &m->pids_refused);
 		if (m->pids_refused)
 			hw_note(m, "task peak: %" PRIu64 " forks were refused at the cgroup's task limit (pids.events): the workload needs more tasks than it could have, and no task limit is derived from this run",
 				m->pids_refused);
@@ -271,8 +262,10 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 		if (cg_read(dir, "memory.stat", buf, sizeof(buf)) >= 0 &&
 		    !hw_parse_memory_stat(buf, "file", &m->memory_file))
 			m->have_memory_file = true;
-		cg_read_key(dir, "memory.events", "max", &m->memory_max_events);
-		cg_read_key(dir, "memory.events", "oom_kill", &m->memory_oom_kills);
+		if (cg_read(dir, "memory.events", buf, sizeof(buf)) >= 0) {
+			hw_parse_memory_stat(buf, "max", &m->memory_max_events);
+			hw_parse_memory_stat(buf, "oom_kill", &m->memory_oom_kills);
+		}
 		if (m->memory_oom_kills)
 			hw_note(m, "memory peak: the OOM killer killed %" PRIu64 " process%s of the cgroup (memory.events): the workload needs more memory than it had, and no memory limit is derived from this run",
 				m->memory_oom_kills, m->memory_oom_kills > 1 ? "es" : "");

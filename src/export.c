@@ -130,28 +130,20 @@ static void limit_sample(FILE *out, int i, uint64_t v)
 		value(out, v);
 }
 
-/* The rlimit families: peaks and soft limits, one sample per limit known. */
-static void rlimits(FILE *out, const struct cgroups *cgs)
+/* An rlimit family: the peak (@soft false) or the soft limit of each limit known. */
+static void rlimit_family(FILE *out, const struct cgroups *cgs, bool soft,
+			  const char *name, const char *help)
 {
-	family(out, "highwater_rlimit_peak", "gauge",
-	       "The smallest soft limit every check of the cgroup's processes, living and exited, would have passed (limits_peak, rlimits.peak); bytes, seconds or counts.");
+	family(out, name, "gauge", help);
 	for (int c = 0; c < cgs->n; c++)
 		for (int i = 0; i < HW_NLIMITS; i++) {
-			if (!cgs->m[c].lim[i].have_peak)
+			const struct hw_limit *l = &cgs->m[c].lim[i];
+
+			if (!(soft ? l->have_limit : l->have_peak))
 				continue;
-			series(out, "highwater_rlimit_peak", &cgs->m[c]);
+			series(out, name, &cgs->m[c]);
 			fprintf(out, ",limit=\"%s\"", hw_limits[i].key);
-			limit_sample(out, i, cgs->m[c].lim[i].peak);
-		}
-	family(out, "highwater_rlimit_soft", "gauge",
-	       "The soft limit of the cgroup's first living process (/proc/PID/limits); +Inf for none.");
-	for (int c = 0; c < cgs->n; c++)
-		for (int i = 0; i < HW_NLIMITS; i++) {
-			if (!cgs->m[c].lim[i].have_limit)
-				continue;
-			series(out, "highwater_rlimit_soft", &cgs->m[c]);
-			fprintf(out, ",limit=\"%s\"", hw_limits[i].key);
-			limit_sample(out, i, cgs->m[c].lim[i].soft);
+			limit_sample(out, i, soft ? l->soft : l->peak);
 		}
 }
 
@@ -250,7 +242,10 @@ void hw_export_write(FILE *out, const struct hw_marks *m, int n, double seconds)
 {
 	const struct cgroups cgs = { (struct hw_marks *)m, n, n };
 
-	rlimits(out, &cgs);
+	rlimit_family(out, &cgs, false, "highwater_rlimit_peak",
+		      "The smallest soft limit every check of the cgroup's processes, living and exited, would have passed (limits_peak, rlimits.peak); bytes, seconds or counts.");
+	rlimit_family(out, &cgs, true, "highwater_rlimit_soft",
+		      "The soft limit of the cgroup's first living process (/proc/PID/limits); +Inf for none.");
 	cgroup_numbers(out, &cgs);
 	capabilities(out, &cgs);
 	devices(out, &cgs);

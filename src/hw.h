@@ -119,8 +119,6 @@ struct hw_marks {
 	 * is the limit, not the need: no setting is made from it.
 	 */
 	uint64_t pids_refused, memory_max_events, memory_oom_kills;
-	/* run: processes that moved out of the workload's cgroup */
-	int escaped;
 	int ndevices;
 	struct hw_device devices[HW_MAX_DEVICES];
 

@@ -101,6 +101,15 @@ static int parse_timeout(const char *s, double *out)
 	return 0;
 }
 
+/* The long name of option @c. */
+static const char *option_name(const struct option *opts, int c)
+{
+	for (; opts->name; opts++)
+		if (opts->val == c)
+			return opts->name;
+	return "?";
+}
+
 /* A count, or bytes with a K, M, G or T suffix (powers of 1024); 0 refused. */
 static int parse_size(const char *s, bool suffixes, uint64_t *out)
 {
@@ -456,10 +465,8 @@ int main(int argc, char **argv)
 
 	argv++, argc--;
 	while ((c = getopt_long(argc, argv, "+f:m:o:t:p:k:Vh", longopts, NULL)) != -1) {
-		if (strchr("tpkPM", c) && !verb->runs)
-			return usage_error("--%s is an option of run",
-					   c == 't' ? "timeout" : c == 'p' ? "cgroup-parent" :
-					   c == 'k' ? "kill-after" : c == 'P' ? "pids-max" : "memory-max");
+		if (c && strchr("tpkPM", c) && !verb->runs)
+			return usage_error("--%s is an option of run", option_name(longopts, c));
 		switch (c) {
 		case 'T':
 			textfile_dir = optarg;

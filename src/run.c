@@ -285,7 +285,7 @@ static void signal_workload(struct cg *cg, pid_t cmd, bool cmd_alive, int sig)
  * cgroup is not in the task, memory and devices marks.  The first one is
  * named, the others counted.
  */
-static void check_left_cgroup(pid_t pid, const struct cg *cg, struct hw_marks *m,
+static void check_left_cgroup(pid_t pid, const struct cg *cg, int *left,
 			      char *first, size_t size)
 {
 	const char *leaf = cg->leaf + strlen(cg->mount);
@@ -296,7 +296,7 @@ static void check_left_cgroup(pid_t pid, const struct cg *cg, struct hw_marks *m
 		return;
 	if (!strncmp(now_in, leaf, n) && (!now_in[n] || now_in[n] == '/'))
 		return;
-	if (!m->escaped++) {
+	if (!(*left)++) {
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 		hw_read_file(path, comm, sizeof(comm));
 		comm[strcspn(comm, "\n")] = '\0';
@@ -365,6 +365,7 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 	bool cmd_done = false, killed = false;
 	double start, deadline, kill_at = 0;
 	char left_first[1200] = "";
+	int moved_out = 0;	/* processes that left the cgroup */
 	const char *passed_on = NULL;	/* the signal that started the grace */
 	pid_t cmd;
 
@@ -428,7 +429,7 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 		if (si.si_pid) {
 			bool top = si.si_pid == cmd;
 
-			check_left_cgroup(si.si_pid, &cg, m, left_first, sizeof(left_first));
+			check_left_cgroup(si.si_pid, &cg, &moved_out, left_first, sizeof(left_first));
 
 			if (hw_collect_process(si.si_pid, m, top) && top && !ce.stage)
 				hw_note(m, "could not read the marks of the command (pid %d)",
@@ -477,10 +478,10 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 			}
 		}
 	}
-	if (m->escaped)
+	if (moved_out)
 		hw_note(m, "cgroup marks: %d process%s left the workload's cgroup (%s%s): what they did there is not in the task, memory and devices marks; their limits and capabilities are",
-			m->escaped, m->escaped > 1 ? "es" : "", left_first,
-			m->escaped > 1 ? ", the first" : "");
+			moved_out, moved_out > 1 ? "es" : "", left_first,
+			moved_out > 1 ? ", the first" : "");
 	m->seconds = now() - start;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 
