@@ -287,27 +287,35 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 	return 0;
 }
 
-/* Every process in @dir and below, maximized into @m. */
-static void collect_tree(const char *dir, struct hw_marks *m, int depth)
+/*
+ * Every process in @dir and below, maximized into @m.  Returns how many
+ * could not be read for lack of permission (limits_peak is readable only
+ * by whoever may ptrace the process); one that exits meanwhile is no loss.
+ */
+static int collect_tree(const char *dir, struct hw_marks *m, int depth)
 {
 	char path[1200], *procs;
 	struct dirent *de;
+	int denied = 0, r;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	if (hw_read_file_alloc(path, &procs) > 0) {
-		for (char *t = strtok(procs, "\n"); t; t = strtok(NULL, "\n"))
-			hw_collect_process(atoi(t), m, false);
+		for (char *t = strtok(procs, "\n"); t; t = strtok(NULL, "\n")) {
+			r = hw_collect_process(atoi(t), m, false);
+			denied += r == -EACCES || r == -EPERM;
+		}
 		free(procs);
 	}
 	if (depth > 32 || !(d = opendir(dir)))
-		return;
+		return denied;
 	while ((de = readdir(d)))
 		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
 			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			collect_tree(path, m, depth + 1);
+			denied += collect_tree(path, m, depth + 1);
 		}
 	closedir(d);
+	return denied;
 }
 
 /*
@@ -318,11 +326,14 @@ static void collect_tree(const char *dir, struct hw_marks *m, int depth)
  */
 int hw_collect_cgroup_all(const char *mount, const char *dir, struct hw_marks *m)
 {
-	int r;
+	int r, denied;
 
 	snprintf(m->cgroup, sizeof(m->cgroup), "%s", dir + strlen(mount));
 	/* The living processes first: the cgroup's marks above theirs are of exited ones. */
-	collect_tree(dir, m, 0);
+	denied = collect_tree(dir, m, 0);
+	if (denied)
+		hw_note(m, "%d process%s of the cgroup could not be read (permission denied): their marks are missing; run highwater as root or as their user",
+			denied, denied == 1 ? "" : "es");
 	r = hw_collect_cgroup(dir, m);
 	if (r)
 		return r;

@@ -281,6 +281,36 @@ static void show_cgroup(void)
 	write_file("/sys/fs/cgroup/cgroup.subtree_control", "-memory -pids");
 }
 
+/*
+ * limits_peak is readable only by whoever may ptrace the process: nobody
+ * reading a cgroup with a root process in it gets no marks of it, and a note
+ * that says so and what to do, not a report that silently lacks them.
+ */
+static void cgroup_unreadable_process(void)
+{
+	const char *cg = "/sys/fs/cgroup/highwater-test-denied";
+	struct hw_marks m;
+	int nofile = 0, status;
+	char msg[200];
+	pid_t pid;
+
+	mkdir(cg, 0755);
+	pid = fork_fd_holder("/sys/fs/cgroup/highwater-test-denied/cgroup.procs", &nofile);
+	status = spawn_capture((char *[]){ "setpriv", "--reuid=65534", "--regid=65534",
+					   "--clear-groups", (char *)built("highwater"), "cgroup",
+					   "-f", "json", (char *)cg, NULL },
+			       out, sizeof(out), err, sizeof(err));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	rmdir(cg);
+	if (status || hw_json_read(out, &m, msg, sizeof(msg)))
+		hw_marks_init(&m);
+	tap_ok(status == 0 && m.processes == 0 &&
+	       hw_has_note(&m, "1 process of the cgroup could not be read (permission denied)"),
+	       "cgroup PATH as nobody, a root process inside: no marks read, a note says why (%s)",
+	       err);
+}
+
 /* systemd-analyze verify on a unit made of the systemd output */
 static int verify_unit(const char *dropin, char *complaints, size_t size)
 {
@@ -322,7 +352,7 @@ static void systemd_accepts(void)
 
 int main(void)
 {
-	tap_plan(31);
+	tap_plan(32);
 	demo();
 	daemon_outlives_parent();
 	exit_statuses();
@@ -330,6 +360,7 @@ int main(void)
 	signal_forwarded();
 	show_process();
 	show_cgroup();
+	cgroup_unreadable_process();
 	systemd_accepts();
 	unlink(report_path);
 	return tap_exit();
