@@ -243,23 +243,24 @@ static void show_process(void)
 
 /*
  * highwater cgroup PATH and unit NAME: a cgroup the demo ran in, after its
- * processes exited (reaped by this test, not by highwater).  The series keeps
- * no per-cgroup rlimit or capability marks yet, so both say that no process
- * is left to read them from, rather than print a value.
+ * processes exited, reaped by this test (outside the cgroup), not by
+ * highwater.  The cgroup kept their marks (rlimits.peak, capabilities.used):
+ * the report has the demo's exact values and says they are of processes that
+ * exited.
  */
 static void show_cgroup(void)
 {
 	const char *cg = "/sys/fs/cgroup/highwater-test.service";
-	static char text[16384];
+	static char text[16384], truth[4096];
 	struct hw_marks m;
 	char msg[200];
 	int status;
 
 	write_file("/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory");
 	mkdir(cg, 0755);
-	spawn_capture((char *[]){ "sh", "-c", "echo $$ > /sys/fs/cgroup/highwater-test.service/cgroup.procs && exec \"$0\" -q",
+	spawn_capture((char *[]){ "sh", "-c", "echo $$ > /sys/fs/cgroup/highwater-test.service/cgroup.procs && exec \"$0\"",
 				  (char *)built("workloads/demo"), NULL },
-		      out, sizeof(out), err, sizeof(err));
+		      truth, sizeof(truth), err, sizeof(err));
 	status = spawn_capture((char *[]){ (char *)built("highwater"), "cgroup", "-f", "json",
 					   "highwater-test.service", NULL },
 			       out, sizeof(out), err, sizeof(err));
@@ -267,16 +268,33 @@ static void show_cgroup(void)
 	if (status || hw_json_read(out, &m, msg, sizeof(msg)))
 		hw_marks_init(&m);
 	tap_ok(status == 0 && m.pids_peak == 9 && m.memory_peak >= 32 << 20 && m.ndevices == 2 &&
-	       has_device(&m, 'c', 1, 5, HW_ACC_READ) && m.processes == 0 &&
-	       !m.have_cgroup_marks &&
-	       hw_has_note(&m, "rlimit peaks and capabilities: no process is left"),
-	       "cgroup PATH: pids.peak %llu, memory.peak %llu, %d devices of the demo it ran; no process left to read",
+	       has_device(&m, 'c', 1, 5, HW_ACC_READ) && m.processes == 0,
+	       "cgroup PATH: pids.peak %llu, memory.peak %llu, %d devices of the demo it ran",
 	       (unsigned long long)m.pids_peak, (unsigned long long)m.memory_peak, m.ndevices);
+	tap_ok(m.have_cgroup_marks && key_value(truth, "nofile") > 0 &&
+	       PEAK(m, "nofile") == key_value(truth, "nofile") &&
+	       PEAK(m, "fsize") == key_value(truth, "fsize") &&
+	       PEAK(m, "memlock") == key_value(truth, "memlock") &&
+	       PEAK(m, "nice") == key_value(truth, "nice") &&
+	       m.lim[hw_limit_index("nofile")].exited,
+	       "cgroup PATH: the exited demo's nofile %lld, fsize %lld, memlock %lld, nice %lld are the truth, from the cgroup",
+	       PEAK(m, "nofile"), PEAK(m, "fsize"), PEAK(m, "memlock"), PEAK(m, "nice"));
+	tap_ok(m.have_cap_used && m.cap_used == (1ULL << 10 | 1ULL << 23) &&
+	       m.cap_used_exited == m.cap_used,
+	       "cgroup PATH: capabilities used by the exited demo are exactly NET_BIND_SERVICE and SYS_NICE (%#llx)",
+	       (unsigned long long)m.cap_used);
 	status = spawn_capture((char *[]){ (char *)built("highwater"), "unit", "highwater-test", NULL },
 			       text, sizeof(text), err, sizeof(err));
 	tap_ok(status == 0 && strstr(text, "highwater-test.service") &&
-	       strstr(text, "no process is left") && !strstr(text, "have exited (kept by the cgroup)"),
-	       "unit NAME without systemd: found in the cgroup tree, reported as cgroup PATH (%s)", err);
+	       strstr(text, "have exited (kept by the cgroup)") &&
+	       !strstr(text, "no process is left"),
+	       "unit NAME without systemd: found in the cgroup tree, reported as cgroup PATH with the exited processes' marks (%s)", err);
+	status = spawn_capture((char *[]){ (char *)built("highwater"), "unit", "-f", "systemd",
+					   "highwater-test", NULL },
+			       text, sizeof(text), err, sizeof(err));
+	tap_ok(status == 0 && strstr(text, "LimitNOFILE=") &&
+	       strstr(text, "CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_SYS_NICE"),
+	       "unit NAME -f systemd: limits and the bounding set of processes that have all exited");
 	remove_cgroup(cg);
 	write_file("/sys/fs/cgroup/cgroup.subtree_control", "-memory -pids");
 }
