@@ -49,6 +49,41 @@ hw_counts() {
 hw_log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 hw_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# hw_lock FILE MODE WHAT: hold a lock on FILE (MODE -s shared, -x
+# exclusive) until the script exits, saying what it waits for when another
+# holds it.  Its descriptor is in hw_lock_fds: a helper left running in the
+# background (a progress loop's sleep) closes them (hw_unlock_inherited),
+# or it would hold the lock after the script.
+hw_lock_fds=()
+hw_lock() {
+	local fd
+	mkdir -p "$(dirname "$1")"
+	exec {fd}>>"$1"
+	hw_lock_fds+=("$fd")
+	flock -n "$2" "$fd" && return 0
+	hw_log "waiting for $3"
+	flock "$2" "$fd"
+}
+
+hw_unlock_inherited() {
+	local fd
+	for fd in "${hw_lock_fds[@]}"; do exec {fd}>&-; done
+}
+
+# hw_tree_lock MODE: build/linux's lock.  A build reads the tree (-s); what
+# checks another commit out or unpacks it again writes it (-x: vm/tree
+# create, vm/build-prefixes), so that a kernel built beside other work (the
+# checkers' kernels, built ahead by tests/reliability --prebuild) never
+# compiles a tree half checked out.  The holder's children do not take it
+# again (HW_TREE_LOCKED).
+hw_tree_lock() {
+	[ -z "${HW_TREE_LOCKED:-}" ] || return 0
+	hw_lock "$HW_BUILD/.tree.lock" "$1" \
+		"$([ "$1" = -x ] && echo "the kernel builds running beside to finish" ||
+			echo "build/linux: it is being checked out or unpacked")"
+	export HW_TREE_LOCKED=$1
+}
+
 # Run a command as root (CI and these machines run as root already).
 hw_sudo() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
