@@ -188,6 +188,28 @@ static int cg_read_u64(const char *dir, const char *file, uint64_t *val)
 }
 
 /*
+ * rlimits.peak and capabilities.used of the cgroup at @dir: 0, -ENOENT on a
+ * kernel without the series' per-cgroup marks, -EPROTO for a format this
+ * highwater does not know, or another -errno.
+ */
+static int read_cgroup_marks(const char *dir, uint64_t peak[HW_NLIMITS],
+			     bool have[HW_NLIMITS], uint64_t *caps)
+{
+	char buf[4096];
+	int r;
+
+	r = cg_read(dir, "rlimits.peak", buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	if (hw_parse_rlimits_peak(buf, peak, have))
+		return -EPROTO;
+	r = cg_read(dir, "capabilities.used", buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	return hw_parse_cap_mask(buf, caps) ? -EPROTO : 0;
+}
+
+/*
  * rlimits.peak and capabilities.used of the cgroup at @dir, which keep the
  * marks of the processes that exited there, whoever reaped them.  The living
  * processes' marks are in @m already: what the cgroup has above them is of
@@ -195,21 +217,18 @@ static int cg_read_u64(const char *dir, const char *file, uint64_t *val)
  */
 void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m)
 {
-	uint64_t peak[HW_NLIMITS] = { 0 }, caps;
+	uint64_t peak[HW_NLIMITS] = { 0 }, caps = 0;
 	bool have[HW_NLIMITS] = { false };
-	char buf[4096];
 	int r;
 
-	r = cg_read(dir, "rlimits.peak", buf, sizeof(buf));
+	r = read_cgroup_marks(dir, peak, have, &caps);
 	if (r == -ENOENT) {
 		hw_note(m, "marks of exited processes: no rlimits.peak in the cgroup (kernel without the series' per-cgroup marks): rlimit peaks and capabilities are of living processes only");
 		return;
 	}
-	if (r < 0 || hw_parse_rlimits_peak(buf, peak, have) ||
-	    cg_read(dir, "capabilities.used", buf, sizeof(buf)) < 0 ||
-	    hw_parse_cap_mask(buf, &caps)) {
-		hw_note(m, "marks of exited processes: cannot read %s/rlimits.peak and capabilities.used%s",
-			dir, r < 0 ? "" : " (a format this highwater does not know)");
+	if (r) {
+		hw_note(m, "marks of exited processes: cannot read %s/rlimits.peak and capabilities.used: %s",
+			dir, r == -EPROTO ? "a format this highwater does not know" : strerror(-r));
 		return;
 	}
 	m->have_cgroup_marks = true;
@@ -227,6 +246,55 @@ void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m)
 	m->cap_used_exited = caps & ~m->cap_used;
 	m->cap_used |= caps;
 	m->have_cap_used = true;
+}
+
+/*
+ * For run, which reaped every process of the workload and read its marks
+ * while it was a zombie, except those it may not read (a set-user-ID
+ * program started by highwater as another user: @unread of them).  The
+ * workload's cgroup kept every process's marks: what it has above the
+ * processes read is theirs, taken here and said so.
+ */
+void hw_collect_run_cgroup_marks(const char *dir, struct hw_marks *m, int unread)
+{
+	uint64_t peak[HW_NLIMITS] = { 0 }, caps = 0, caps_new;
+	bool have[HW_NLIMITS] = { false };
+	char what[256] = "";
+	size_t n = 0;
+	int r;
+
+	r = read_cgroup_marks(dir, peak, have, &caps);
+	if (r) {
+		if (unread)
+			hw_note(m, "%d process%s of the workload could not be read (permission denied: run highwater as root to read a set-user-ID program's marks), and the cgroup's marks of them are %s: their rlimit peaks and capabilities are missing",
+				unread, unread == 1 ? "" : "es",
+				r == -ENOENT ? "not kept by this kernel (no rlimits.peak)" :
+				r == -EPROTO ? "in a format this highwater does not know" :
+				"unreadable");
+		return;
+	}
+	for (int i = 0; i < HW_NLIMITS; i++) {
+		struct hw_limit *l = &m->lim[i];
+
+		if (!have[i] || (l->have_peak && l->peak >= peak[i]))
+			continue;
+		l->have_peak = true;
+		l->peak = peak[i];
+		n += snprintf(what + n, sizeof(what) - n, "%s%s", n ? ", " : "",
+			      hw_limits[i].key);
+		if (n >= sizeof(what))
+			n = sizeof(what) - 1;
+	}
+	m->have_limits_peak = true;
+	hw_note_unnamed_caps(m, caps, "capabilities.used");
+	caps_new = caps & ~m->cap_used;
+	m->cap_used |= caps;
+	m->have_cap_used = true;
+	if (unread || n || caps_new)
+		hw_note(m, "%d process%s of the workload could not be read (permission denied); the cgroup kept the marks of every process: %s%s%s taken from it",
+			unread, unread == 1 ? "" : "es", n ? what : "",
+			n && caps_new ? ", " : "",
+			caps_new ? "capabilities" : n ? "" : "nothing above the others'");
 }
 
 /*

@@ -157,10 +157,11 @@ int hw_collect_process(int pid, struct hw_marks *m, bool top);
 int hw_collect_cgroup(const char *dir, struct hw_marks *m);
 /*
  * The marks a cgroup kept of its exited processes (rlimits.peak,
- * capabilities.used), for cgroup and unit; not for run, which reaps every
- * process itself and reads its marks first.
+ * capabilities.used), for cgroup and unit, shown as the exited ones'.
  */
 void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m);
+/* For run: what the cgroup has above the processes run could read */
+void hw_collect_run_cgroup_marks(const char *dir, struct hw_marks *m, int unread);
 /* All of the above for cgroup, unit and export: 0 or -errno */
 int hw_collect_cgroup_all(const char *mount, const char *dir, struct hw_marks *m);
 int hw_cgroup2_mount(char *buf, size_t size);

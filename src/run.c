@@ -3,7 +3,9 @@
  * highwater run: CMD in a fresh cgroup v2 leaf, highwater as its child
  * subreaper, until CMD and every descendant are gone.  Each process's marks
  * are read while it is a zombie (waitid WNOWAIT), before it is reaped; the
- * cgroup's before it is removed.  The cgroup goes on every path.
+ * cgroup's before it is removed, with what it kept of the processes that
+ * could not be read (rlimits.peak, capabilities.used).  The cgroup goes on
+ * every path.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -366,6 +368,7 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 	double start, deadline, kill_at = 0;
 	char left_first[1200] = "";
 	int moved_out = 0;	/* processes that left the cgroup */
+	int unread = 0;		/* processes whose marks may not be read */
 	const char *passed_on = NULL;	/* the signal that started the grace */
 	pid_t cmd;
 
@@ -419,7 +422,7 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 		siginfo_t si = { 0 };
 		struct timespec ts, *tsp = NULL;
 		struct rusage ru;
-		int sig, st;
+		int sig, st, r;
 
 		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT)) {
 			if (errno == EINTR)
@@ -431,9 +434,11 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 
 			check_left_cgroup(si.si_pid, &cg, &moved_out, left_first, sizeof(left_first));
 
-			if (hw_collect_process(si.si_pid, m, top) && top && !ce.stage)
-				hw_note(m, "could not read the marks of the command (pid %d)",
-					(int)si.si_pid);
+			r = hw_collect_process(si.si_pid, m, top);
+			if (r && top && !ce.stage)
+				hw_note(m, "could not read the marks of the command (pid %d): %s",
+					(int)si.si_pid, strerror(-r));
+			unread += r == -EACCES || r == -EPERM;
 			if (wait4(si.si_pid, &st, 0, &ru) == si.si_pid) {
 				if ((uint64_t)ru.ru_maxrss * 1024 > m->maxrss)
 					m->maxrss = (uint64_t)ru.ru_maxrss * 1024;
@@ -487,6 +492,8 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 
 	if (cg.leaf[0] && hw_collect_cgroup(cg.leaf, m))
 		hw_note(m, "cgroup marks: could not read %s", cg.leaf);
+	if (cg.leaf[0])
+		hw_collect_run_cgroup_marks(cg.leaf, m, unread);
 	cgroup_cleanup(&cg);
 
 	if (ce.stage == 1) {

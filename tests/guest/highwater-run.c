@@ -329,6 +329,66 @@ static void cgroup_unreadable_process(void)
 	       err);
 }
 
+/*
+ * highwater run as a user, in a cgroup delegated to it (as systemd delegates
+ * a user's slice), of a set-user-ID program: only root may read the
+ * program's marks, so run takes them from the workload's cgroup, which kept
+ * them (rlimits.peak, capabilities.used), and says so.  They must be the
+ * marks a root run, which reads the program itself, reports.
+ */
+static void run_setuid_as_user(void)
+{
+	const char *cg = "/sys/fs/cgroup/highwater-test-deleg";
+	const char *prog = "/usr/bin/mount";
+	static const char *const owned[] = { "", "/cgroup.procs", "/cgroup.subtree_control",
+					     "/cgroup.threads", "/client", "/client/cgroup.procs" };
+	struct hw_marks root, user;
+	char path[256], msg[200];
+	struct stat st;
+	int status;
+
+	if (stat(prog, &st) || st.st_uid != 0 || !(st.st_mode & S_ISUID)) {
+		tap_ok(1, "# SKIP %s is not set-user-ID root here", prog);
+		tap_ok(1, "# SKIP %s is not set-user-ID root here", prog);
+		return;
+	}
+	mkdir(cg, 0755);
+	snprintf(path, sizeof(path), "%s/client", cg);
+	mkdir(path, 0755);
+	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", cg, owned[i]);
+		if (chown(path, 65534, 65534))
+			tap_diag("chown %s: %s", path, strerror(errno));
+	}
+	status = hw_json_run(&root, (char *[]){ (char *)prog, "--version", NULL });
+	tap_ok(status == 0 && root.processes == 1 && PEAK(root, "nofile") > 0,
+	       "run as root of %s --version: its marks read (open files peak %lld)",
+	       prog, PEAK(root, "nofile"));
+	/* The user's highwater starts in client/, its workload's cgroup beside it. */
+	unlink("/tmp/highwater-run-user.json");
+	snprintf(path, sizeof(path), "echo $$ > %s/client/cgroup.procs && exec setpriv"
+		 " --reuid=65534 --regid=65534 --clear-groups %s run -p /highwater-test-deleg"
+		 " -f json -o /tmp/highwater-run-user.json -- %s --version", cg,
+		 built("highwater"), prog);
+	status = spawn_capture((char *[]){ "sh", "-c", path, NULL }, out, sizeof(out),
+			       err, sizeof(err));
+	if (hw_read_file("/tmp/highwater-run-user.json", report, sizeof(report)) < 0 ||
+	    hw_json_read(report, &user, msg, sizeof(msg))) {
+		tap_diag("no report: %s", err);
+		hw_marks_init(&user);
+	}
+	tap_ok(status == 0 && user.processes == 0 &&
+	       PEAK(user, "nofile") == PEAK(root, "nofile") &&
+	       user.cap_used == root.cap_used &&
+	       hw_has_note(&user, "1 process of the workload could not be read (permission denied); the cgroup kept"),
+	       "run as a user of set-user-ID %s: its marks from the cgroup (open files %lld, capabilities %#llx, as root's run), said so",
+	       prog, PEAK(user, "nofile"), (unsigned long long)user.cap_used);
+	unlink("/tmp/highwater-run-user.json");
+	snprintf(path, sizeof(path), "%s/client", cg);
+	remove_cgroup(path);
+	remove_cgroup(cg);
+}
+
 /* systemd-analyze verify on a unit made of the systemd output */
 static int verify_unit(const char *dropin, char *complaints, size_t size)
 {
@@ -370,7 +430,7 @@ static void systemd_accepts(void)
 
 int main(void)
 {
-	tap_plan(32);
+	tap_plan(37);
 	demo();
 	daemon_outlives_parent();
 	exit_statuses();
@@ -379,6 +439,7 @@ int main(void)
 	show_process();
 	show_cgroup();
 	cgroup_unreadable_process();
+	run_setuid_as_user();
 	systemd_accepts();
 	unlink(report_path);
 	return tap_exit();
