@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -98,6 +99,26 @@ static void op_fork_wait(void)
 		DIE("fork");
 	if (pid == 0)
 		_exit(0);
+	waitpid(pid, NULL, 0);
+}
+
+/*
+ * The child raises its open-files mark (a descriptor at 900) and exits:
+ * exit folds the marks it raised into its cgroup and every ancestor but
+ * the root (rlimits.peak), and the walk up stops at the first level that
+ * holds the value already.
+ */
+static void op_fork_exit_fold(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		DIE("fork");
+	if (pid == 0) {
+		if (dup2(0, 900) != 900)
+			_exit(1);
+		_exit(0);
+	}
 	waitpid(pid, NULL, 0);
 }
 
@@ -306,33 +327,116 @@ static void op_demo(void)
 	run_quiet((char *[]){ bin_demo, "-q", NULL });
 }
 
+/*
+ * Rows that run in a cgroup of their own, made for them and removed after:
+ * @depth levels below the root (each level one "ops-N" directory; only
+ * the first has the pids and memory controllers the root's
+ * subtree_control gives), and with @devices devices recorded in
+ * devices.accessed before the row, /dev/null the last of them, so that a
+ * lookup of /dev/null walks @devices entries.  The others are character
+ * devices of major 240 (local use, no driver here): opening one fails
+ * with ENXIO after the device check has recorded it.
+ */
+static char home_cgroup[512];
+
+static void write_str(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY);
+
+	if (fd < 0 || write(fd, text, strlen(text)) < 0)
+		DIE(path);
+	close(fd);
+}
+
+static void enter_cgroup(const char *name, int depth, int devices)
+{
+	char dir[4096] = "/sys/fs/cgroup", path[4200], pid[16];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	if (!f || !fgets(home_cgroup, sizeof(home_cgroup), f) ||
+	    strncmp(home_cgroup, "0::", 3))
+		DIE("/proc/self/cgroup (cgroup v2 only)");
+	fclose(f);
+	home_cgroup[strcspn(home_cgroup, "\n")] = '\0';
+	for (int l = 1; l <= depth; l++) {
+		size_t n = strlen(dir);
+
+		snprintf(dir + n, sizeof(dir) - n, "/ops-%s-%d", name, l);
+		if (mkdir(dir, 0755))
+			DIE(dir);
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	write_str(path, pid);
+	for (int d = 0; d < devices - 1; d++) {
+		snprintf(path, sizeof(path), "/dev/ops-bench-%d", d);
+		unlink(path);
+		if (mknod(path, S_IFCHR | 0600, makedev(240, d)))
+			DIE(path);
+		if (open(path, O_RDONLY) >= 0 || errno != ENXIO)
+			DIE("open of a device with no driver did not fail with ENXIO");
+		unlink(path);
+	}
+	if (devices)
+		op_open_dev_null();
+}
+
+static void leave_cgroup(const char *name, int depth)
+{
+	char dir[4096], pid[16];
+
+	snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s/cgroup.procs", home_cgroup + 3);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	write_str(dir, pid);
+	for (int l = depth; l >= 1; l--) {
+		size_t n = 0;
+
+		n += snprintf(dir, sizeof(dir), "/sys/fs/cgroup");
+		for (int k = 1; k <= l; k++)
+			n += snprintf(dir + n, sizeof(dir) - n, "/ops-%s-%d", name, k);
+		for (int tries = 0; rmdir(dir); tries++)	/* EBUSY until reaped children go */
+			if (errno != EBUSY || tries == 1000)
+				DIE(dir);
+			else
+				usleep(1000);
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
 	long iterations;
 	int rounds;	/* default ROUNDS; more where deferred work is lumpy */
 	bool fair;	/* runs SCHED_OTHER: it measures that policy's path */
+	int depth;	/* > 0: in a cgroup of its own, this deep */
+	int devices;	/* devices recorded in it before the row */
 } ops[] = {
-	{ "open_close", op_open_close, 20000, 10, false },
-	{ "dup2_high", op_dup2_high, 20000, 0, false },
-	{ "pipe", op_pipe, 20000, 0, false },
-	{ "socket", op_socket, 20000, 10, false },
-	{ "fork_wait", op_fork_wait, 4000, 40, false },
-	{ "thread_create_join", op_thread, 20000, 200, false },
-	{ "mmap_munmap", op_mmap_munmap, 20000, 0, false },
-	{ "brk_grow_shrink", op_brk, 20000, 20, false },
-	{ "mlock_munlock", op_mlock, 20000, 20, false },
-	{ "write_extend", op_write_extend, 20000, 0, false },
-	{ "ftruncate", op_ftruncate, 20000, 0, false },
-	{ "setpriority_cap", op_setpriority, 20000, 0, true },
-	{ "open_dev_null", op_open_dev_null, 20000, 20, false },
-	{ "sigqueue", op_sigqueue, 20000, 0, false },
-	{ "mq_open_unlink", op_mq, 5000, 0, false },
-	{ "sched_setscheduler", op_sched_setscheduler, 20000, 0, true },
-	{ "stack_growth_256k", op_stack_growth, 2000, 10, false },
-	{ "demo_workload", op_demo, 10, 0, false },
-	{ "exec_true", op_exec_true, 1000, 20, false },
-	{ "highwater_run_true", op_highwater_true, 200, 10, false },
+	{ "open_close", op_open_close, 20000, 10, false, 0, 0 },
+	{ "dup2_high", op_dup2_high, 20000, 0, false, 0, 0 },
+	{ "pipe", op_pipe, 20000, 0, false, 0, 0 },
+	{ "socket", op_socket, 20000, 10, false, 0, 0 },
+	{ "fork_wait", op_fork_wait, 4000, 40, false, 0, 0 },
+	{ "fork_exit_fold_depth1", op_fork_exit_fold, 4000, 40, false, 1, 0 },
+	{ "fork_exit_fold_depth4", op_fork_exit_fold, 4000, 40, false, 4, 0 },
+	{ "fork_exit_fold_depth8", op_fork_exit_fold, 4000, 40, false, 8, 0 },
+	{ "thread_create_join", op_thread, 20000, 200, false, 0, 0 },
+	{ "mmap_munmap", op_mmap_munmap, 20000, 0, false, 0, 0 },
+	{ "brk_grow_shrink", op_brk, 20000, 20, false, 0, 0 },
+	{ "mlock_munlock", op_mlock, 20000, 20, false, 0, 0 },
+	{ "write_extend", op_write_extend, 20000, 0, false, 0, 0 },
+	{ "ftruncate", op_ftruncate, 20000, 0, false, 0, 0 },
+	{ "setpriority_cap", op_setpriority, 20000, 0, true, 0, 0 },
+	{ "open_dev_null", op_open_dev_null, 20000, 20, false, 0, 0 },
+	{ "open_dev_null_1_device", op_open_dev_null, 20000, 20, false, 2, 1 },
+	{ "open_dev_null_16_devices", op_open_dev_null, 20000, 20, false, 2, 16 },
+	{ "open_dev_null_64_devices", op_open_dev_null, 20000, 20, false, 2, 64 },
+	{ "sigqueue", op_sigqueue, 20000, 0, false, 0, 0 },
+	{ "mq_open_unlink", op_mq, 5000, 0, false, 0, 0 },
+	{ "sched_setscheduler", op_sched_setscheduler, 20000, 0, true, 0, 0 },
+	{ "stack_growth_256k", op_stack_growth, 2000, 10, false, 0, 0 },
+	{ "demo_workload", op_demo, 10, 0, false, 0, 0 },
+	{ "exec_true", op_exec_true, 1000, 20, false, 0, 0 },
+	{ "highwater_run_true", op_highwater_true, 200, 10, false, 0, 0 },
 };
 
 /*
@@ -406,6 +510,8 @@ int main(int argc, char **argv)
 				ops[i].name, rounds, MAX_ROUNDS);
 			return 1;
 		}
+		if (ops[i].depth)
+			enter_cgroup(ops[i].name, ops[i].depth, ops[i].devices);
 		set_policy(ops[i].fair ? SCHED_OTHER : SCHED_FIFO);
 		for (long k = 0; k < n / 10 + 1; k++)
 			ops[i].fn();
@@ -431,6 +537,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "%s round %d %.1f\n", ops[i].name, r, per_op[r]);
 		}
 		set_policy(SCHED_OTHER);
+		if (ops[i].depth)
+			leave_cgroup(ops[i].name, ops[i].depth);
 		qsort(per_op, rounds, sizeof(per_op[0]), cmp_double);
 		printf("%s %.1f\n", ops[i].name, per_op[(rounds - 1) / 2]);
 		fflush(stdout);
