@@ -195,10 +195,23 @@ void hw_name_devices(struct hw_marks *m);
 int hw_parse_device_id(const char *s, struct hw_device *d);
 
 /* report.c */
-enum hw_format { HW_TEXT, HW_JSON, HW_SYSTEMD, HW_DOCKER };
+enum hw_format { HW_TEXT, HW_JSON, HW_SYSTEMD, HW_DOCKER, HW_COMPOSE, HW_OCI,
+		 HW_KUBERNETES };
 int hw_format_from_name(const char *name);
+const char *hw_format_names(void);	/* "text, json, ..." for messages */
 void hw_report(FILE *out, const struct hw_marks *m, enum hw_format f,
 	       int margin);
+/* report.c's pieces the container formats share */
+void hw_cap_list(FILE *out, uint64_t mask, const char *sep, bool strip);
+void hw_access_str(unsigned int acc, char *buf);	/* "rw": 4 bytes */
+void hw_devices_list_line(const struct hw_device *d, char *buf, size_t size);
+const char *hw_run_summary(const struct hw_marks *m, char *buf, size_t size);
+
+/* containers.c: docker/podman flags, compose, OCI config.json, Kubernetes */
+void hw_report_docker(FILE *out, const struct hw_marks *m, int margin);
+void hw_report_compose(FILE *out, const struct hw_marks *m, int margin);
+void hw_report_oci(FILE *out, const struct hw_marks *m, int margin);
+void hw_report_kubernetes(FILE *out, const struct hw_marks *m, int margin);
 
 /* json.c: read back what hw_report(HW_JSON) wrote; 0 or -1 with a message */
 int hw_json_read(const char *text, struct hw_marks *m, char *err,

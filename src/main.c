@@ -34,7 +34,8 @@ static const char usage[] =
 "       highwater export [OPTIONS] [CGROUP...]       every cgroup's marks for Prometheus\n"
 "\n"
 "options:\n"
-"  -f, --format FORMAT     text (default), json, systemd, docker (or podman)\n"
+"  -f, --format FORMAT     text (default), json, systemd, docker (or podman),\n"
+"                          compose, oci (config.json), kubernetes\n"
 "  -m, --margin PERCENT    safety margin added to peaks (default 25)\n"
 "  -o, --output FILE       write the report to FILE instead of standard output\n"
 "  -t, --timeout SECONDS   run: stop the workload (cgroup.kill) after SECONDS (s, m, h suffixes)\n"
@@ -475,7 +476,7 @@ int main(int argc, char **argv)
 			format_given = true;
 			format = hw_format_from_name(optarg);
 			if (format < 0)
-				return usage_error("unknown format '%s': use text, json, systemd or docker", optarg);
+				return usage_error("unknown format '%s': use %s", optarg, hw_format_names());
 			break;
 		case 'm':
 			margin_given = true;

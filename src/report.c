@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The report: text for people, JSON for merge and other programs, a systemd
- * [Service] drop-in, docker/podman flags.  All four read the same marks and
- * the same recommendation rules (recommend.c: hw_limit_advice() and the rest).
+ * [Service] drop-in; what container users paste is in containers.c.  Every
+ * format reads the same marks and the same recommendation rules
+ * (recommend.c: hw_limit_advice() and the rest).
  */
 #define _GNU_SOURCE	/* vasprintf */
 #include <inttypes.h>
@@ -47,7 +48,7 @@ static void limit_value(int i, uint64_t v, bool recommended, char *buf,
 		snprintf(buf, size, "%" PRIu64, v);
 }
 
-static void cap_list(FILE *out, uint64_t mask, const char *sep, bool strip)
+void hw_cap_list(FILE *out, uint64_t mask, const char *sep, bool strip)
 {
 	const char *s = "";
 
@@ -58,7 +59,7 @@ static void cap_list(FILE *out, uint64_t mask, const char *sep, bool strip)
 		}
 }
 
-static void access_str(unsigned int acc, char *buf)
+void hw_access_str(unsigned int acc, char *buf)
 {
 	int n = 0;
 
@@ -71,17 +72,17 @@ static void access_str(unsigned int acc, char *buf)
 	buf[n] = '\0';
 }
 
-static void devices_list_line(const struct hw_device *d, char *buf, size_t size)
+void hw_devices_list_line(const struct hw_device *d, char *buf, size_t size)
 {
 	char maj[12], min[12], acc[4];
 
 	snprintf(maj, sizeof(maj), d->major == HW_ANY ? "*" : "%u", d->major);
 	snprintf(min, sizeof(min), d->minor == HW_ANY ? "*" : "%u", d->minor);
-	access_str(d->access, acc);
+	hw_access_str(d->access, acc);
 	snprintf(buf, size, "%c %s:%s %s", d->type, maj, min, acc);
 }
 
-static const char *run_summary(const struct hw_marks *m, char *buf, size_t size)
+const char *hw_run_summary(const struct hw_marks *m, char *buf, size_t size)
 {
 	if (m->exit_status < 0)
 		snprintf(buf, size, "%d process%s read", m->processes,
@@ -119,7 +120,7 @@ static void exited_line(FILE *out, const struct hw_marks *m)
 		}
 	if (m->cap_used_exited) {
 		fprintf(out, "%s", sep);
-		cap_list(out, m->cap_used_exited, " ", false);
+		hw_cap_list(out, m->cap_used_exited, " ", false);
 		sep = ", ";
 	}
 	fprintf(out, "%s.\n", *sep ? "; the rest from the processes living now" :
@@ -132,7 +133,7 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 	bool footnote = false, over = false;
 
 	fprintf(out, "highwater: %s (%s)\n", m->command,
-		run_summary(m, buf, sizeof(buf)));
+		hw_run_summary(m, buf, sizeof(buf)));
 	if (m->cgroup[0])
 		fprintf(out, "cgroup: %s\n", m->cgroup);
 	fprintf(out, "\n");
@@ -220,7 +221,7 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 	else if (!m->cap_used)
 		fprintf(out, "none");
 	else
-		cap_list(out, m->cap_used, " ", false);
+		hw_cap_list(out, m->cap_used, " ", false);
 	fprintf(out, "\nDevices accessed:  ");
 	if (!m->have_devices)
 		fprintf(out, "n/a");
@@ -230,7 +231,7 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 		char name[256], acc[4];
 
 		hw_device_name(&m->devices[i], name, sizeof(name));
-		access_str(m->devices[i].access, acc);
+		hw_access_str(m->devices[i].access, acc);
 		fprintf(out, "%s%s %s", i ? ", " : "", name, acc);
 	}
 	fprintf(out, "\n\nRecommended: the peak plus a %d%% margin, rounded up;"
@@ -355,7 +356,7 @@ static void report_json(FILE *out, const struct hw_marks *m,
 		for (int i = 0; i < m->ndevices; i++) {
 			char line[64];
 
-			devices_list_line(&m->devices[i], line, sizeof(line));
+			hw_devices_list_line(&m->devices[i], line, sizeof(line));
 			fprintf(out, "%s\"%s\"", i ? ", " : "", line);
 		}
 		fprintf(out, "],\n  \"device_names\": {");
@@ -364,7 +365,7 @@ static void report_json(FILE *out, const struct hw_marks *m,
 
 			if (!m->devices[i].name[0])
 				continue;
-			devices_list_line(&m->devices[i], line, sizeof(line));
+			hw_devices_list_line(&m->devices[i], line, sizeof(line));
 			*strrchr(line, ' ') = '\0';	/* "c 1:3", no access */
 			fprintf(out, "%s\"%s\": ", n++ ? ", " : "", line);
 			json_string(out, m->devices[i].name);
@@ -385,7 +386,7 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 
 	fprintf(out, "# highwater: systemd drop-in for: %s\n", m->command);
 	fprintf(out, "# Measured: %s. Margin %d%%.\n",
-		run_summary(m, buf, sizeof(buf)), margin);
+		hw_run_summary(m, buf, sizeof(buf)), margin);
 	fprintf(out, "# Save as /etc/systemd/system/UNIT.service.d/highwater.conf, then run: systemctl daemon-reload\n");
 	if (m->timed_out)
 		fprintf(out, "# The run was stopped by --timeout: peaks are those reached until then.\n");
@@ -442,13 +443,13 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 	}
 	if (m->have_cap_used) {
 		fprintf(out, "CapabilityBoundingSet=");
-		cap_list(out, m->cap_used, " ", false);
+		hw_cap_list(out, m->cap_used, " ", false);
 		fprintf(out, "\n");
 		if (m->have_uid && m->uid != 0 && m->have_cap_amb &&
 		    (m->cap_used & m->cap_amb)) {
 			fprintf(out, "# The command ran as uid %u with ambient capabilities:\n", m->uid);
 			fprintf(out, "AmbientCapabilities=");
-			cap_list(out, m->cap_used & m->cap_amb, " ", false);
+			hw_cap_list(out, m->cap_used & m->cap_amb, " ", false);
 			fprintf(out, "\n");
 		}
 	} else {
@@ -459,7 +460,7 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 		for (int i = 0; i < m->ndevices; i++) {
 			char name[256], acc[4];
 
-			access_str(m->devices[i].access, acc);
+			hw_access_str(m->devices[i].access, acc);
 			if (hw_device_name(&m->devices[i], name, sizeof(name)))
 				fprintf(out, "# %s %s: the host measured had no node under /dev or /proc/devices group to name it\n",
 					name, acc);
@@ -473,147 +474,6 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 		fprintf(out, "# unavailable: %s\n", m->notes[i]);
 }
 
-/* Devices every docker/podman container gets without --device. */
-static bool docker_default_device(const char *name)
-{
-	static const char *const defaults[] = {
-		"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
-		"/dev/urandom", "/dev/tty", "/dev/console", "/dev/ptmx",
-		"char-pts",
-	};
-
-	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
-		if (!strcmp(name, defaults[i]))
-			return true;
-	return false;
-}
-
-/*
- * The flags of a docker/podman command line, printed after the comments that
- * explain them, one per line with a continuation: as many as the marks need
- * (a container may use hundreds of devices), none dropped.
- */
-struct flag_list {
-	char **v;
-	size_t n, cap;
-};
-
-static void __attribute__((noreturn)) out_of_memory(void)
-{
-	hw_warn("out of memory while writing the report");
-	exit(HW_EX_SOFTWARE);
-}
-
-static void __attribute__((format(printf, 2, 3)))
-flag_add(struct flag_list *fl, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		out_of_memory();
-	va_end(ap);
-	if (fl->n == fl->cap) {
-		fl->cap = fl->cap ? 2 * fl->cap : 32;
-		fl->v = realloc(fl->v, fl->cap * sizeof(*fl->v));
-		if (!fl->v)
-			out_of_memory();
-	}
-	fl->v[fl->n++] = s;
-}
-
-static void flags_print(FILE *out, struct flag_list *fl)
-{
-	for (size_t i = 0; i < fl->n; i++) {
-		fprintf(out, "%s%s\n", fl->v[i], i + 1 < fl->n ? " \\" : "");
-		free(fl->v[i]);
-	}
-	free(fl->v);
-}
-
-static void report_docker(FILE *out, const struct hw_marks *m, int margin)
-{
-	struct flag_list fl = { 0 };
-	char val[48], buf[160];
-
-	fprintf(out, "# highwater: docker/podman run flags for: %s\n", m->command);
-	fprintf(out, "# Measured: %s. Margin %d%%.\n",
-		run_summary(m, buf, sizeof(buf)), margin);
-	for (int i = 0; i < HW_NLIMITS; i++) {
-		struct hw_advice a = hw_limit_advice(m, i, margin);
-
-		if (hw_limits[i].kind == HW_UNTRACKED)
-			continue;
-		if (!hw_limits[i].docker && a.emit) {
-			a.emit = false;
-			a.why = "docker has no --ulimit for it; use --memory";
-		}
-		if (a.emit) {
-			flag_add(&fl, "--ulimit %s=%" PRIu64 ":%" PRIu64,
-				 hw_limits[i].key, a.value, a.value);
-		} else if (m->lim[i].have_peak) {
-			fprintf(out, "# --ulimit %s: not set: %s\n",
-				hw_limits[i].key, a.why);
-		}
-	}
-	if (m->have_pids_peak && hw_tasks_not_derived(m))
-		fprintf(out, "# --pids-limit: not set: %s\n", hw_tasks_not_derived(m));
-	else if (m->have_pids_peak)
-		flag_add(&fl, "--pids-limit=%" PRIu64,
-			 hw_recommend(HW_COUNT, m->pids_peak, margin));
-	if (m->have_memory_peak && hw_memory_not_derived(m)) {
-		fprintf(out, "# --memory: not set: %s\n", hw_memory_not_derived(m));
-	} else if (m->have_memory_peak) {
-		struct hw_memory_advice ma = hw_memory_advice(m, margin);
-
-		hw_format_bytes(ma.max, val, sizeof(val));
-		fprintf(out, "# --memory is memory.peak plus the margin (page cache included)\n");
-		flag_add(&fl, "--memory=%s", val);
-		if (ma.high) {
-			hw_format_bytes(ma.high, val, sizeof(val));
-			flag_add(&fl, "--memory-reservation=%s", val);
-		}
-	}
-	if (m->have_cap_used) {
-		char *caps = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&caps, &len);
-
-		if (!f)
-			out_of_memory();
-		fprintf(f, "--cap-drop=ALL");
-		for (int c = 0; c <= HW_CAP_LAST; c++)
-			if (m->cap_used & (1ULL << c))
-				fprintf(f, " --cap-add=%s", hw_cap_name(c) + 4);
-		if (fclose(f))
-			out_of_memory();
-		flag_add(&fl, "%s", caps);
-		free(caps);
-	}
-	if (m->have_devices) {
-		for (int i = 0; i < m->ndevices; i++) {
-			char name[256], acc[4], line[64];
-			const struct hw_device *d = &m->devices[i];
-
-			access_str(d->access, acc);
-			if (!hw_device_name(d, name, sizeof(name)) &&
-			    docker_default_device(name))
-				continue;
-			if (name[0] == '/') {
-				flag_add(&fl, "--device=%s:%s:%s", name, name, acc);
-			} else {
-				devices_list_line(d, line, sizeof(line));
-				flag_add(&fl, "--device-cgroup-rule='%s'", line);
-			}
-		}
-		fprintf(out, "# Devices every container has (/dev/null, /dev/zero, ...) need no flag.\n");
-	}
-	for (int i = 0; i < m->nnotes; i++)
-		fprintf(out, "# unavailable: %s\n", m->notes[i]);
-	flags_print(out, &fl);
-}
-
 /* The formats: one writer each, from the same marks and the same policy. */
 static const struct format {
 	const char *name, *alias;
@@ -622,7 +482,10 @@ static const struct format {
 	[HW_TEXT] = { "text", NULL, report_text },
 	[HW_JSON] = { "json", NULL, report_json },
 	[HW_SYSTEMD] = { "systemd", NULL, report_systemd },
-	[HW_DOCKER] = { "docker", "podman", report_docker },	/* the same flags */
+	[HW_DOCKER] = { "docker", "podman", hw_report_docker },	/* the same flags */
+	[HW_COMPOSE] = { "compose", NULL, hw_report_compose },
+	[HW_OCI] = { "oci", NULL, hw_report_oci },
+	[HW_KUBERNETES] = { "kubernetes", NULL, hw_report_kubernetes },
 };
 
 int hw_format_from_name(const char *name)
@@ -632,6 +495,23 @@ int hw_format_from_name(const char *name)
 		    (formats[i].alias && !strcmp(name, formats[i].alias)))
 			return i;
 	return -1;
+}
+
+const char *hw_format_names(void)
+{
+	static char names[160];
+
+	if (!names[0])
+		for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+			size_t n = strlen(names);
+
+			snprintf(names + n, sizeof(names) - n, "%s%s%s%s%s",
+				 i ? (i + 1 < sizeof(formats) / sizeof(formats[0]) ? ", " : " or ") : "",
+				 formats[i].name, formats[i].alias ? " (or " : "",
+				 formats[i].alias ? formats[i].alias : "",
+				 formats[i].alias ? ")" : "");
+		}
+	return names;
 }
 
 void hw_report(FILE *out, const struct hw_marks *m, enum hw_format f,

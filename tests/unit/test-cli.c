@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 	tap_ok(hw_cmd((char *[]){ "frobnicate", NULL }) == HW_EX_USAGE &&
 	       one_line("unknown command 'frobnicate'"), "unknown command: 64");
 	tap_ok(hw_cmd((char *[]){ "run", "-f", "yaml", "--", "true", NULL }) == HW_EX_USAGE &&
-	       one_line("unknown format 'yaml': use text, json, systemd or docker"),
+	       one_line("unknown format 'yaml': use text, json, systemd, docker (or podman), compose, oci or kubernetes"),
 	       "unknown format: 64, nothing run");
 	tap_ok(hw_cmd((char *[]){ "run", "-m", "lots", "--", "true", NULL }) == HW_EX_USAGE &&
 	       one_line("--margin takes a percentage from 0 to 1000, not 'lots'") &&

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "../tap.h"
 #include "hw.h"
 
@@ -172,6 +174,88 @@ static void docker_format(const struct hw_marks *m)
 	       "docker: no flag for default devices, a cgroup rule where no node exists");
 	tap_ok(lacks(t, "--ulimit as=") && strstr(t, "# --ulimit as: not set") != NULL,
 	       "docker: no --ulimit as (docker has none)");
+}
+
+/*
+ * The other container formats: the same values as docker's flags (the
+ * same plan), in each one's own syntax.
+ */
+static void compose_format(const struct hw_marks *m)
+{
+	char *t = render(m, HW_COMPOSE, 25);
+
+	tap_ok(has_line(t, "ulimits:") && has_line(t, "  nofile:") &&
+	       has_line(t, "    soft: 260") && has_line(t, "    hard: 260") &&
+	       has_line(t, "pids_limit: 12") && has_line(t, "mem_limit: 41m"),
+	       "compose: ulimits soft and hard, pids_limit, mem_limit as docker's flags");
+	tap_ok(has_line(t, "cap_drop: [ALL]") &&
+	       has_line(t, "cap_add: [NET_BIND_SERVICE, SYS_NICE]") &&
+	       has_line(t, "device_cgroup_rules:") && has_line(t, "  - \"c 240:* m\"") &&
+	       lacks(t, "/dev/null") && lacks(t, "\nas:") &&
+	       strstr(t, "# ulimits: as: not set") != NULL,
+	       "compose: capabilities, a device rule, no default device, no as");
+}
+
+static json_object *path(json_object *o, const char *const keys[])
+{
+	for (int i = 0; o && keys[i]; i++)
+		if (!json_object_object_get_ex(o, keys[i], &o))
+			return NULL;
+	return o;
+}
+
+static void oci_format(const struct hw_marks *m)
+{
+	json_object *root = json_tokener_parse(render(m, HW_OCI, 25)), *rl, *dev, *caps;
+	int nofile = -1, ok_devices = 0;
+
+	rl = path(root, (const char *const[]){ "process", "rlimits", NULL });
+	for (size_t i = 0; rl && i < json_object_array_length(rl); i++) {
+		json_object *e = json_object_array_get_idx(rl, i), *v;
+
+		if (json_object_object_get_ex(e, "type", &v) &&
+		    !strcmp(json_object_get_string(v), "RLIMIT_NOFILE") &&
+		    json_object_object_get_ex(e, "soft", &v))
+			nofile = json_object_get_int(v);
+	}
+	caps = path(root, (const char *const[]){ "process", "capabilities", "bounding", NULL });
+	tap_ok(root && nofile == 260 && caps && json_object_array_length(caps) == 2 &&
+	       !strcmp(json_object_get_string(json_object_array_get_idx(caps, 0)),
+		       "CAP_NET_BIND_SERVICE") &&
+	       json_object_get_int64(path(root, (const char *const[]){ "linux", "resources",
+				     "memory", "limit", NULL })) == 41 << 20 &&
+	       json_object_get_int(path(root, (const char *const[]){ "linux", "resources",
+				   "pids", "limit", NULL })) == 12,
+	       "oci: RLIMIT_NOFILE 260, bounding set, memory and pids limits as docker's");
+	dev = path(root, (const char *const[]){ "linux", "resources", "devices", NULL });
+	for (size_t i = 0; dev && i < json_object_array_length(dev); i++) {
+		json_object *e = json_object_array_get_idx(dev, i), *v;
+		bool allow = json_object_object_get_ex(e, "allow", &v) && json_object_get_boolean(v);
+		const char *acc = json_object_object_get_ex(e, "access", &v) ?
+				  json_object_get_string(v) : "";
+		bool has_minor = json_object_object_get_ex(e, "minor", &v);
+
+		ok_devices += i == 0 ? !allow && !strcmp(acc, "rwm") :
+			      i == 1 ? allow && !strcmp(acc, "rw") && json_object_get_int(v) == 3 :
+			      i == 3 ? allow && !strcmp(acc, "m") && !has_minor : allow;
+	}
+	tap_ok(dev && json_object_array_length(dev) == 4 && ok_devices == 4,
+	       "oci: devices deny all, then allow each recorded one (a wildcard minor left out)");
+	json_object_put(root);
+}
+
+static void kubernetes_format(const struct hw_marks *m)
+{
+	char *t = render(m, HW_KUBERNETES, 25);
+
+	tap_ok(has_line(t, "securityContext:") && has_line(t, "    drop: [\"ALL\"]") &&
+	       has_line(t, "    add: [\"NET_BIND_SERVICE\", \"SYS_NICE\"]") &&
+	       has_line(t, "    memory: \"41Mi\""),
+	       "kubernetes: capabilities without the CAP_ prefix, memory in Mi");
+	tap_ok(strstr(t, "# Kubernetes has no field for rlimits") && strstr(t, "nofile 260") &&
+	       strstr(t, "podPidsLimit is per pod (12") && strstr(t, "c 240:* m") &&
+	       lacks(t, "ulimit"),
+	       "kubernetes: what it has no field for, in comments");
 }
 
 /*
@@ -426,11 +510,14 @@ int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(44);
+	tap_plan(50);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
 	docker_many_devices(&m);
+	compose_format(&m);
+	oci_format(&m);
+	kubernetes_format(&m);
 	json_roundtrip(&m);
 	merge(&m);
 	systemd_format(&m);
