@@ -37,6 +37,15 @@ static void __attribute__((noreturn)) out_of_memory(void)
 	exit(HW_EX_SOFTWARE);
 }
 
+static char *xvasprintf(const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (vasprintf(&s, fmt, ap) < 0)
+		out_of_memory();
+	return s;
+}
+
 /* One device as the plan holds it: its name here, if the host had one. */
 struct plan_device {
 	const struct hw_device *dev;
@@ -193,8 +202,7 @@ flag_add(struct flag_list *fl, const char *fmt, ...)
 	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		out_of_memory();
+	s = xvasprintf(fmt, ap);
 	va_end(ap);
 	if (fl->n == fl->cap) {
 		fl->cap = fl->cap ? 2 * fl->cap : 32;
@@ -275,6 +283,20 @@ void hw_report_docker(FILE *out, const struct hw_marks *m, int margin)
 
 /* --- compose: a service's keys ------------------------------------------ */
 
+/* A YAML flow list of capability names without CAP_: [NET_ADMIN, SYS_NICE] */
+static void cap_flow_list(FILE *out, uint64_t mask, const char *quote)
+{
+	const char *sep = "";
+
+	fprintf(out, "[");
+	for (int c = 0; c <= HW_CAP_LAST; c++)
+		if (mask & (1ULL << c)) {
+			fprintf(out, "%s%s%s%s", sep, quote, hw_cap_name(c) + 4, quote);
+			sep = ", ";
+		}
+	fprintf(out, "]\n");
+}
+
 void hw_report_compose(FILE *out, const struct hw_marks *m, int margin)
 {
 	struct plan p;
@@ -314,15 +336,8 @@ void hw_report_compose(FILE *out, const struct hw_marks *m, int margin)
 		fprintf(out, "mem_limit: %s\n", val);
 	}
 	if (m->have_cap_used) {
-		const char *sep = "";
-
-		fprintf(out, "cap_drop: [ALL]\ncap_add: [");
-		for (int c = 0; c <= HW_CAP_LAST; c++)
-			if (m->cap_used & (1ULL << c)) {
-				fprintf(out, "%s%s", sep, hw_cap_name(c) + 4);
-				sep = ", ";
-			}
-		fprintf(out, "]\n");
+		fprintf(out, "cap_drop: [ALL]\ncap_add: ");
+		cap_flow_list(out, m->cap_used, "");
 	}
 	any = false;
 	for (int i = 0; i < p.ndevices; i++)
@@ -398,8 +413,7 @@ static void annotate(json_object *annotations, const char *key, const char *fmt,
 	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		out_of_memory();
+	s = xvasprintf(fmt, ap);
 	va_end(ap);
 	jadd(annotations, key, json_object_new_string(s));
 	free(s);
@@ -592,15 +606,8 @@ void hw_report_kubernetes(FILE *out, const struct hw_marks *m, int margin)
 			m->uid);
 	notes(out, m);
 	if (m->have_cap_used) {
-		const char *sep = "";
-
-		fprintf(out, "securityContext:\n  capabilities:\n    drop: [\"ALL\"]\n    add: [");
-		for (int c = 0; c <= HW_CAP_LAST; c++)
-			if (m->cap_used & (1ULL << c)) {
-				fprintf(out, "%s\"%s\"", sep, hw_cap_name(c) + 4);
-				sep = ", ";
-			}
-		fprintf(out, "]\n");
+		fprintf(out, "securityContext:\n  capabilities:\n    drop: [\"ALL\"]\n    add: ");
+		cap_flow_list(out, m->cap_used, "\"");
 	}
 	if (p.memory_set) {
 		bytes(p.memory.max, true, val, sizeof(val));
