@@ -478,14 +478,17 @@ void hw_report_oci(FILE *out, const struct hw_marks *m, int margin)
 
 		if (m->have_uid && m->uid != 0 && m->have_cap_amb)
 			ambient = m->cap_used & m->cap_amb;
+		/*
+		 * All five sets, so that none of the template's stays (crun
+		 * spec's has ambient capabilities the bounding set would no
+		 * longer hold).  A process that is not root keeps capabilities
+		 * across its execve() only as ambient ones.
+		 */
 		jadd(caps, "bounding", cap_array(m->cap_used));
 		jadd(caps, "effective", cap_array(m->cap_used));
 		jadd(caps, "permitted", cap_array(m->cap_used));
-		if (ambient) {
-			/* a process that is not root keeps them only as ambient ones */
-			jadd(caps, "inheritable", cap_array(ambient));
-			jadd(caps, "ambient", cap_array(ambient));
-		}
+		jadd(caps, "inheritable", cap_array(ambient));
+		jadd(caps, "ambient", cap_array(ambient));
 	} else {
 		annotate(ann, "org.highwater.capabilities", "capabilities used were not measured");
 	}

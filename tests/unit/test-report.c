@@ -204,13 +204,18 @@ static json_object *path(json_object *o, const char *const keys[])
 	return o;
 }
 
+static int array_length(json_object *a)
+{
+	return json_object_is_type(a, json_type_array) ? (int)json_object_array_length(a) : -1;
+}
+
 static void oci_format(const struct hw_marks *m)
 {
 	json_object *root = json_tokener_parse(render(m, HW_OCI, 25)), *rl, *dev, *caps;
 	int nofile = -1, ok_devices = 0;
 
 	rl = path(root, (const char *const[]){ "process", "rlimits", NULL });
-	for (size_t i = 0; rl && i < json_object_array_length(rl); i++) {
+	for (int i = 0; i < array_length(rl); i++) {
 		json_object *e = json_object_array_get_idx(rl, i), *v;
 
 		if (json_object_object_get_ex(e, "type", &v) &&
@@ -219,7 +224,12 @@ static void oci_format(const struct hw_marks *m)
 			nofile = json_object_get_int(v);
 	}
 	caps = path(root, (const char *const[]){ "process", "capabilities", "bounding", NULL });
-	tap_ok(root && nofile == 260 && caps && json_object_array_length(caps) == 2 &&
+	tap_ok(array_length(path(root, (const char *const[]){ "process", "capabilities",
+						"ambient", NULL })) == 0 &&
+	       array_length(path(root, (const char *const[]){ "process", "capabilities",
+						"inheritable", NULL })) == 0,
+	       "oci: empty ambient and inheritable sets, so that none of a template's stays");
+	tap_ok(root && nofile == 260 && array_length(caps) == 2 &&
 	       !strcmp(json_object_get_string(json_object_array_get_idx(caps, 0)),
 		       "CAP_NET_BIND_SERVICE") &&
 	       json_object_get_int64(path(root, (const char *const[]){ "linux", "resources",
@@ -228,7 +238,7 @@ static void oci_format(const struct hw_marks *m)
 				   "pids", "limit", NULL })) == 12,
 	       "oci: RLIMIT_NOFILE 260, bounding set, memory and pids limits as docker's");
 	dev = path(root, (const char *const[]){ "linux", "resources", "devices", NULL });
-	for (size_t i = 0; dev && i < json_object_array_length(dev); i++) {
+	for (int i = 0; i < array_length(dev); i++) {
 		json_object *e = json_object_array_get_idx(dev, i), *v;
 		bool allow = json_object_object_get_ex(e, "allow", &v) && json_object_get_boolean(v);
 		const char *acc = json_object_object_get_ex(e, "access", &v) ?
@@ -239,7 +249,7 @@ static void oci_format(const struct hw_marks *m)
 			      i == 1 ? allow && !strcmp(acc, "rw") && json_object_get_int(v) == 3 :
 			      i == 3 ? allow && !strcmp(acc, "m") && !has_minor : allow;
 	}
-	tap_ok(dev && json_object_array_length(dev) == 4 && ok_devices == 4,
+	tap_ok(array_length(dev) == 4 && ok_devices == 4,
 	       "oci: devices deny all, then allow each recorded one (a wildcard minor left out)");
 	json_object_put(root);
 }
@@ -510,7 +520,7 @@ int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(50);
+	tap_plan(51);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
