@@ -416,9 +416,6 @@ static const struct {
 	{ "pipe", op_pipe, 20000, 0, false, 0, 0 },
 	{ "socket", op_socket, 20000, 10, false, 0, 0 },
 	{ "fork_wait", op_fork_wait, 4000, 40, false, 0, 0 },
-	{ "fork_exit_fold_depth1", op_fork_exit_fold, 4000, 40, false, 1, 0 },
-	{ "fork_exit_fold_depth4", op_fork_exit_fold, 4000, 40, false, 4, 0 },
-	{ "fork_exit_fold_depth8", op_fork_exit_fold, 4000, 40, false, 8, 0 },
 	{ "thread_create_join", op_thread, 20000, 200, false, 0, 0 },
 	{ "mmap_munmap", op_mmap_munmap, 20000, 0, false, 0, 0 },
 	{ "brk_grow_shrink", op_brk, 20000, 20, false, 0, 0 },
@@ -427,9 +424,6 @@ static const struct {
 	{ "ftruncate", op_ftruncate, 20000, 0, false, 0, 0 },
 	{ "setpriority_cap", op_setpriority, 20000, 0, true, 0, 0 },
 	{ "open_dev_null", op_open_dev_null, 20000, 20, false, 0, 0 },
-	{ "open_dev_null_1_device", op_open_dev_null, 20000, 20, false, 2, 1 },
-	{ "open_dev_null_16_devices", op_open_dev_null, 20000, 20, false, 2, 16 },
-	{ "open_dev_null_64_devices", op_open_dev_null, 20000, 20, false, 2, 64 },
 	{ "sigqueue", op_sigqueue, 20000, 0, false, 0, 0 },
 	{ "mq_open_unlink", op_mq, 5000, 0, false, 0, 0 },
 	{ "sched_setscheduler", op_sched_setscheduler, 20000, 0, true, 0, 0 },
@@ -437,6 +431,18 @@ static const struct {
 	{ "demo_workload", op_demo, 10, 0, false, 0, 0 },
 	{ "exec_true", op_exec_true, 1000, 20, false, 0, 0 },
 	{ "highwater_run_true", op_highwater_true, 200, 10, false, 0, 0 },
+	/*
+	 * Last: they make and remove cgroups of their own.  With the fold
+	 * rows before it, open_dev_null cost 338 instructions more on the
+	 * unpatched kernel (10 more on the patched one), in every boot alike:
+	 * the rows that were there before run as they did.
+	 */
+	{ "fork_exit_fold_depth1", op_fork_exit_fold, 4000, 40, false, 1, 0 },
+	{ "fork_exit_fold_depth4", op_fork_exit_fold, 4000, 40, false, 4, 0 },
+	{ "fork_exit_fold_depth8", op_fork_exit_fold, 4000, 40, false, 8, 0 },
+	{ "open_dev_null_1_device", op_open_dev_null, 20000, 20, false, 2, 1 },
+	{ "open_dev_null_16_devices", op_open_dev_null, 20000, 20, false, 2, 16 },
+	{ "open_dev_null_64_devices", op_open_dev_null, 20000, 20, false, 2, 64 },
 };
 
 /*
