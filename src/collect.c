@@ -280,6 +280,8 @@ void hw_collect_run_cgroup_marks(const char *dir, struct hw_marks *m, int unread
 			continue;
 		l->have_peak = true;
 		l->peak = peak[i];
+		if (!peak[i])
+			continue;
 		n += snprintf(what + n, sizeof(what) - n, "%s%s", n ? ", " : "",
 			      hw_limits[i].key);
 		if (n >= sizeof(what))
