@@ -210,6 +210,34 @@ static int read_cgroup_marks(const char *dir, uint64_t peak[HW_NLIMITS],
 }
 
 /*
+ * Take into @m what the cgroup's marks have above it: the limits raised (a
+ * bit each, returned) and the capabilities new to @m (*@caps_new).
+ */
+static unsigned int merge_cgroup_marks(struct hw_marks *m,
+				       const uint64_t peak[HW_NLIMITS],
+				       const bool have[HW_NLIMITS], uint64_t caps,
+				       uint64_t *caps_new)
+{
+	unsigned int raised = 0;
+
+	for (int i = 0; i < HW_NLIMITS; i++) {
+		struct hw_limit *l = &m->lim[i];
+
+		if (!have[i] || (l->have_peak && l->peak >= peak[i]))
+			continue;
+		l->have_peak = true;
+		l->peak = peak[i];
+		raised |= 1U << i;
+	}
+	m->have_limits_peak = true;
+	hw_note_unnamed_caps(m, caps, "capabilities.used");
+	*caps_new = caps & ~m->cap_used;
+	m->cap_used |= caps;
+	m->have_cap_used = true;
+	return raised;
+}
+
+/*
  * rlimits.peak and capabilities.used of the cgroup at @dir, which keep the
  * marks of the processes that exited there, whoever reaped them.  The living
  * processes' marks are in @m already: what the cgroup has above them is of
@@ -219,6 +247,7 @@ void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m)
 {
 	uint64_t peak[HW_NLIMITS] = { 0 }, caps = 0;
 	bool have[HW_NLIMITS] = { false };
+	unsigned int raised;
 	int r;
 
 	r = read_cgroup_marks(dir, peak, have, &caps);
@@ -232,26 +261,16 @@ void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m)
 		return;
 	}
 	m->have_cgroup_marks = true;
-	for (int i = 0; i < HW_NLIMITS; i++) {
-		struct hw_limit *l = &m->lim[i];
-
-		if (!have[i] || (l->have_peak && l->peak >= peak[i]))
-			continue;
-		l->exited = true;
-		l->have_peak = true;
-		l->peak = peak[i];
-	}
-	m->have_limits_peak = true;
-	hw_note_unnamed_caps(m, caps, "capabilities.used");
-	m->cap_used_exited = caps & ~m->cap_used;
-	m->cap_used |= caps;
-	m->have_cap_used = true;
+	raised = merge_cgroup_marks(m, peak, have, caps, &m->cap_used_exited);
+	for (int i = 0; i < HW_NLIMITS; i++)
+		if (raised & (1U << i))
+			m->lim[i].exited = true;
 }
 
 /*
  * For run, which reaped every process of the workload and read its marks
- * while it was a zombie, except those it may not read (a set-user-ID
- * program started by highwater as another user: @unread of them).  The
+ * while it was a zombie, except those it may not read (a set-user-ID or
+ * set-group-ID program started by a user's highwater: @unread of them).  The
  * workload's cgroup kept every process's marks: what it has above the
  * processes read is theirs, taken here and said so.
  */
@@ -260,38 +279,29 @@ void hw_collect_run_cgroup_marks(const char *dir, struct hw_marks *m, int unread
 	uint64_t peak[HW_NLIMITS] = { 0 }, caps = 0, caps_new;
 	bool have[HW_NLIMITS] = { false };
 	char what[256] = "";
+	unsigned int raised;
 	size_t n = 0;
 	int r;
 
 	r = read_cgroup_marks(dir, peak, have, &caps);
 	if (r) {
 		if (unread)
-			hw_note(m, "%d process%s of the workload could not be read (permission denied: run highwater as root to read a set-user-ID program's marks), and the cgroup's marks of them are %s: their rlimit peaks and capabilities are missing",
+			hw_note(m, "%d process%s of the workload could not be read (permission denied: run highwater as root to read a set-user-ID or set-group-ID program's marks), and the cgroup's marks of them are %s: their rlimit peaks and capabilities are missing",
 				unread, unread == 1 ? "" : "es",
 				r == -ENOENT ? "not kept by this kernel (no rlimits.peak)" :
 				r == -EPROTO ? "in a format this highwater does not know" :
 				"unreadable");
 		return;
 	}
+	raised = merge_cgroup_marks(m, peak, have, caps, &caps_new);
 	for (int i = 0; i < HW_NLIMITS; i++) {
-		struct hw_limit *l = &m->lim[i];
-
-		if (!have[i] || (l->have_peak && l->peak >= peak[i]))
-			continue;
-		l->have_peak = true;
-		l->peak = peak[i];
-		if (!peak[i])
+		if (!(raised & (1U << i)) || !peak[i])
 			continue;
 		n += snprintf(what + n, sizeof(what) - n, "%s%s", n ? ", " : "",
 			      hw_limits[i].key);
 		if (n >= sizeof(what))
 			n = sizeof(what) - 1;
 	}
-	m->have_limits_peak = true;
-	hw_note_unnamed_caps(m, caps, "capabilities.used");
-	caps_new = caps & ~m->cap_used;
-	m->cap_used |= caps;
-	m->have_cap_used = true;
 	if (unread || n || caps_new)
 		hw_note(m, "%d process%s of the workload could not be read (permission denied); the cgroup kept the marks of every process: %s%s%s taken from it",
 			unread, unread == 1 ? "" : "es", n ? what : "",
