@@ -70,18 +70,37 @@ hw_unlock_inherited() {
 	for fd in "${hw_lock_fds[@]}"; do exec {fd}>&-; done
 }
 
-# hw_tree_lock MODE: build/linux's lock.  A build reads the tree (-s); what
-# checks another commit out or unpacks it again writes it (-x: vm/tree
-# create, vm/build-prefixes), so that a kernel built beside other work (the
-# checkers' kernels, built ahead by tests/reliability --prebuild) never
-# compiles a tree half checked out.  The holder's children do not take it
-# again (HW_TREE_LOCKED).
+# hw_tree_lock MODE [TREE]: a source tree's lock (build/linux's by default).
+# A build reads the tree (-s); what checks another commit out or unpacks it
+# again writes it (-x: vm/tree create, the prefix walk in its own tree), so
+# that a kernel built beside other work (the checkers' kernels, built ahead
+# by tests/reliability --prebuild) never compiles a tree half checked out.
+# The holder's children do not take the same tree's lock again
+# (HW_TREE_LOCKED: the tree and the mode).
 hw_tree_lock() {
-	[ -z "${HW_TREE_LOCKED:-}" ] || return 0
-	hw_lock "$HW_BUILD/.tree.lock" "$1" \
+	local tree=${2:-$HW_TREE} held=${HW_TREE_LOCKED:-} file
+	[ "${held%% *}" != "$tree" ] || return 0
+	file=$HW_BUILD/.tree.lock
+	[ "$tree" = "$HW_TREE" ] || file=$HW_BUILD/.tree-$(basename "$tree").lock
+	hw_lock "$file" "$1" \
 		"$([ "$1" = -x ] && echo "the kernel builds running beside to finish" ||
-			echo "build/linux: it is being checked out or unpacked")"
-	export HW_TREE_LOCKED=$1
+			echo "${tree#$HW_ROOT/}: it is being checked out or unpacked")"
+	export HW_TREE_LOCKED="$tree $1"
+}
+
+# hw_background PIDVAR COMMAND...: start COMMAND at nice 10 in the
+# background, in a process group of its own (kill -- -PID stops all of it)
+# but in this session: with the host's autogroup scheduling, a session of
+# its own (setsid) is a scheduling group of its own, shared equally with this
+# one whatever the nice values, and a booted suite beside two such groups ran
+# three times slower (the debug suite: 20 minutes in a cold CI, 7 alone).
+hw_background() {
+	local -n _hw_pid=$1
+	shift
+	set -m
+	nice -n 10 "$@" &
+	_hw_pid=$!
+	set +m
 }
 
 # Run a command as root (CI and these machines run as root already).
