@@ -122,6 +122,37 @@ static void op_fork_exit_fold(void)
 	waitpid(pid, NULL, 0);
 }
 
+/*
+ * As op_fork_exit_fold, but each child raises its file-size mark above every
+ * child's before it (ftruncate of the temporary file, one page longer each
+ * time): a fold that raises every level above, the worst case of a fold at
+ * exit into all the ancestors.
+ */
+static void op_fork_exit_new_max(void)
+{
+	static off_t size;
+	pid_t pid;
+
+	size += 4096;
+	pid = fork();
+	if (pid < 0)
+		DIE("fork");
+	if (pid == 0)
+		_exit(ftruncate(tmp_fd, size) ? 1 : 0);
+	waitpid(pid, NULL, 0);
+}
+
+/* A read of the row's cgroup's rlimits.peak (enter_cgroup opens it). */
+static int peak_fd = -1;
+
+static void op_read_rlimits_peak(void)
+{
+	char buf[4096];
+
+	if (pread(peak_fd, buf, sizeof(buf), 0) <= 0)
+		DIE("read of rlimits.peak");
+}
+
 static void *thread_fn(void *arg)
 {
 	return arg;
@@ -348,7 +379,8 @@ static void write_str(const char *path, const char *text)
 	close(fd);
 }
 
-static void enter_cgroup(const char *name, int depth, int devices)
+/* false: the row's cgroup has no rlimits.peak to read (no series) */
+static bool enter_cgroup(const char *name, int depth, int devices, int children)
 {
 	char dir[4096] = "/sys/fs/cgroup", path[4200], pid[16];
 	FILE *f = fopen("/proc/self/cgroup", "r");
@@ -379,11 +411,38 @@ static void enter_cgroup(const char *name, int depth, int devices)
 	}
 	if (devices)
 		op_open_dev_null();
+	for (int c = 0; c < children; c++) {
+		snprintf(path, sizeof(path), "%s/child-%d", dir, c);
+		if (mkdir(path, 0755))
+			DIE(path);
+	}
+	if (children) {
+		snprintf(path, sizeof(path), "%s/rlimits.peak", dir);
+		peak_fd = open(path, O_RDONLY);
+		if (peak_fd < 0 && errno == ENOENT)
+			return false;
+		if (peak_fd < 0)
+			DIE(path);
+	}
+	return true;
 }
 
-static void leave_cgroup(const char *name, int depth)
+static void leave_cgroup(const char *name, int depth, int children)
 {
 	char dir[4096], pid[16];
+
+	if (peak_fd >= 0)
+		close(peak_fd);
+	peak_fd = -1;
+	for (int c = 0; c < children; c++) {
+		size_t n = snprintf(dir, sizeof(dir), "/sys/fs/cgroup");
+
+		for (int k = 1; k <= depth; k++)
+			n += snprintf(dir + n, sizeof(dir) - n, "/ops-%s-%d", name, k);
+		snprintf(dir + n, sizeof(dir) - n, "/child-%d", c);
+		if (rmdir(dir))
+			DIE(dir);
+	}
 
 	snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s/cgroup.procs", home_cgroup + 3);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
@@ -410,39 +469,42 @@ static const struct {
 	bool fair;	/* runs SCHED_OTHER: it measures that policy's path */
 	int depth;	/* > 0: in a cgroup of its own, this deep */
 	int devices;	/* devices recorded in it before the row */
+	int children;	/* empty child cgroups made in it */
 } ops[] = {
-	{ "open_close", op_open_close, 20000, 10, false, 0, 0 },
-	{ "dup2_high", op_dup2_high, 20000, 0, false, 0, 0 },
-	{ "pipe", op_pipe, 20000, 0, false, 0, 0 },
-	{ "socket", op_socket, 20000, 10, false, 0, 0 },
-	{ "fork_wait", op_fork_wait, 4000, 40, false, 0, 0 },
-	{ "thread_create_join", op_thread, 20000, 200, false, 0, 0 },
-	{ "mmap_munmap", op_mmap_munmap, 20000, 0, false, 0, 0 },
-	{ "brk_grow_shrink", op_brk, 20000, 20, false, 0, 0 },
-	{ "mlock_munlock", op_mlock, 20000, 20, false, 0, 0 },
-	{ "write_extend", op_write_extend, 20000, 0, false, 0, 0 },
-	{ "ftruncate", op_ftruncate, 20000, 0, false, 0, 0 },
-	{ "setpriority_cap", op_setpriority, 20000, 0, true, 0, 0 },
-	{ "open_dev_null", op_open_dev_null, 20000, 20, false, 0, 0 },
-	{ "sigqueue", op_sigqueue, 20000, 0, false, 0, 0 },
-	{ "mq_open_unlink", op_mq, 5000, 0, false, 0, 0 },
-	{ "sched_setscheduler", op_sched_setscheduler, 20000, 0, true, 0, 0 },
-	{ "stack_growth_256k", op_stack_growth, 2000, 10, false, 0, 0 },
-	{ "demo_workload", op_demo, 10, 0, false, 0, 0 },
-	{ "exec_true", op_exec_true, 1000, 20, false, 0, 0 },
-	{ "highwater_run_true", op_highwater_true, 200, 10, false, 0, 0 },
+	{ "open_close", op_open_close, 20000, 10, false, 0, 0, 0 },
+	{ "dup2_high", op_dup2_high, 20000, 0, false, 0, 0, 0 },
+	{ "pipe", op_pipe, 20000, 0, false, 0, 0, 0 },
+	{ "socket", op_socket, 20000, 10, false, 0, 0, 0 },
+	{ "fork_wait", op_fork_wait, 4000, 40, false, 0, 0, 0 },
+	{ "thread_create_join", op_thread, 20000, 200, false, 0, 0, 0 },
+	{ "mmap_munmap", op_mmap_munmap, 20000, 0, false, 0, 0, 0 },
+	{ "brk_grow_shrink", op_brk, 20000, 20, false, 0, 0, 0 },
+	{ "mlock_munlock", op_mlock, 20000, 20, false, 0, 0, 0 },
+	{ "write_extend", op_write_extend, 20000, 0, false, 0, 0, 0 },
+	{ "ftruncate", op_ftruncate, 20000, 0, false, 0, 0, 0 },
+	{ "setpriority_cap", op_setpriority, 20000, 0, true, 0, 0, 0 },
+	{ "open_dev_null", op_open_dev_null, 20000, 20, false, 0, 0, 0 },
+	{ "sigqueue", op_sigqueue, 20000, 0, false, 0, 0, 0 },
+	{ "mq_open_unlink", op_mq, 5000, 0, false, 0, 0, 0 },
+	{ "sched_setscheduler", op_sched_setscheduler, 20000, 0, true, 0, 0, 0 },
+	{ "stack_growth_256k", op_stack_growth, 2000, 10, false, 0, 0, 0 },
+	{ "demo_workload", op_demo, 10, 0, false, 0, 0, 0 },
+	{ "exec_true", op_exec_true, 1000, 20, false, 0, 0, 0 },
+	{ "highwater_run_true", op_highwater_true, 200, 10, false, 0, 0, 0 },
 	/*
 	 * Last: they make and remove cgroups of their own.  With the fold
 	 * rows before it, open_dev_null cost 338 instructions more on the
 	 * unpatched kernel (10 more on the patched one), in every boot alike:
 	 * the rows that were there before run as they did.
 	 */
-	{ "fork_exit_fold_depth1", op_fork_exit_fold, 4000, 40, false, 1, 0 },
-	{ "fork_exit_fold_depth4", op_fork_exit_fold, 4000, 40, false, 4, 0 },
-	{ "fork_exit_fold_depth8", op_fork_exit_fold, 4000, 40, false, 8, 0 },
-	{ "open_dev_null_1_device", op_open_dev_null, 20000, 20, false, 2, 1 },
-	{ "open_dev_null_16_devices", op_open_dev_null, 20000, 20, false, 2, 16 },
-	{ "open_dev_null_64_devices", op_open_dev_null, 20000, 20, false, 2, 64 },
+	{ "fork_exit_fold_depth1", op_fork_exit_fold, 4000, 40, false, 1, 0, 0 },
+	{ "fork_exit_fold_depth4", op_fork_exit_fold, 4000, 40, false, 4, 0, 0 },
+	{ "fork_exit_fold_depth8", op_fork_exit_fold, 4000, 40, false, 8, 0, 0 },
+	{ "open_dev_null_1_device", op_open_dev_null, 20000, 20, false, 2, 1, 0 },
+	{ "open_dev_null_16_devices", op_open_dev_null, 20000, 20, false, 2, 16, 0 },
+	{ "open_dev_null_64_devices", op_open_dev_null, 20000, 20, false, 2, 64, 0 },
+	{ "fork_exit_new_max_depth8", op_fork_exit_new_max, 4000, 40, false, 8, 0, 0 },
+	{ "read_rlimits_peak_64_children", op_read_rlimits_peak, 2000, 10, false, 1, 0, 64 },
 };
 
 /*
@@ -516,8 +578,13 @@ int main(int argc, char **argv)
 				ops[i].name, rounds, MAX_ROUNDS);
 			return 1;
 		}
-		if (ops[i].depth)
-			enter_cgroup(ops[i].name, ops[i].depth, ops[i].devices);
+		if (ops[i].depth && !enter_cgroup(ops[i].name, ops[i].depth,
+						  ops[i].devices, ops[i].children)) {
+			leave_cgroup(ops[i].name, ops[i].depth, ops[i].children);
+			fprintf(stderr, "ops: %s: skipped, no rlimits.peak (a kernel without the series)\n",
+				ops[i].name);
+			continue;
+		}
 		set_policy(ops[i].fair ? SCHED_OTHER : SCHED_FIFO);
 		for (long k = 0; k < n / 10 + 1; k++)
 			ops[i].fn();
@@ -544,7 +611,7 @@ int main(int argc, char **argv)
 		}
 		set_policy(SCHED_OTHER);
 		if (ops[i].depth)
-			leave_cgroup(ops[i].name, ops[i].depth);
+			leave_cgroup(ops[i].name, ops[i].depth, ops[i].children);
 		qsort(per_op, rounds, sizeof(per_op[0]), cmp_double);
 		printf("%s %.1f\n", ops[i].name, per_op[(rounds - 1) / 2]);
 		fflush(stdout);
