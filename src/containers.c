@@ -136,6 +136,21 @@ static void bytes(uint64_t v, bool kubernetes, char *buf, size_t size)
 		strcpy(buf + n, "i");
 }
 
+/*
+ * dockerd refuses a memory limit below 6 MiB ("Minimum memory limit allowed
+ * is 6MB"), for run and compose alike; podman and the OCI runtimes take it.
+ */
+#define DOCKER_MIN_MEMORY (6ULL << 20)
+
+/* The memory limit docker's flags and compose's key take: at least 6 MiB. */
+static uint64_t docker_memory(FILE *out, const struct plan *p, const char *flag)
+{
+	if (p->memory.max >= DOCKER_MIN_MEMORY)
+		return p->memory.max;
+	fprintf(out, "# %s raised to 6 MiB, the least dockerd takes (podman takes less)\n", flag);
+	return DOCKER_MIN_MEMORY;
+}
+
 static void memory_comment(FILE *out, const struct hw_marks *m,
 			   const struct plan *p, const char *flag)
 {
@@ -241,7 +256,7 @@ void hw_report_docker(FILE *out, const struct hw_marks *m, int margin)
 		flag_add(&fl, "--pids-limit=%" PRIu64, p.pids);
 	memory_comment(out, m, &p, "--memory");
 	if (p.memory_set) {
-		bytes(p.memory.max, false, val, sizeof(val));
+		bytes(docker_memory(out, &p, "--memory"), false, val, sizeof(val));
 		flag_add(&fl, "--memory=%s", val);
 	}
 	if (m->have_cap_used) {
@@ -329,7 +344,7 @@ void hw_report_compose(FILE *out, const struct hw_marks *m, int margin)
 		fprintf(out, "pids_limit: %" PRIu64 "\n", p.pids);
 	if (p.memory_set) {
 		/* compose's byte values: a number with b, k, m or g */
-		bytes(p.memory.max, false, val, sizeof(val));
+		bytes(docker_memory(out, &p, "mem_limit"), false, val, sizeof(val));
 		for (char *c = val; *c; c++)
 			if (*c >= 'A' && *c <= 'Z')
 				*c += 'a' - 'A';

@@ -30,6 +30,8 @@ static const char usage[] =
 "       highwater show [OPTIONS] PID                 the marks of a running process\n"
 "       highwater cgroup [OPTIONS] PATH              the marks of a cgroup and its processes\n"
 "       highwater unit [OPTIONS] NAME                the same for a systemd unit's cgroup\n"
+"       highwater container [OPTIONS] NAME|ID        the same for a running container's\n"
+"                                                    (podman, docker)\n"
 "       highwater merge [OPTIONS] FILE.json...       the maximum of several JSON reports\n"
 "       highwater export [OPTIONS] [CGROUP...]       every cgroup's marks for Prometheus\n"
 "\n"
@@ -224,43 +226,56 @@ static int cmd_cgroup(const char *arg, struct hw_marks *m)
 }
 
 /*
- * The control group of systemd unit @unit, as systemctl shows it, into @path
- * (relative to the cgroup2 mount).  0; 1 when systemctl cannot tell (not
- * installed, or systemd is not running); -1 when it says the unit has none.
+ * Run @argv, its standard output into @out (up to the first newline), its
+ * standard error discarded (the caller says why it failed).  The exit
+ * status; 127 when the program is not installed, -1 when it cannot run.
  */
-static int systemctl_control_group(const char *unit, char *path, size_t size)
+static int capture(char *const argv[], char *out, size_t size)
 {
 	int p[2], status;
 	ssize_t n = 0, r;
 	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC))
-		return 1;
+		return -1;
 	pid = fork();
 	if (pid < 0) {
 		close(p[0]);
 		close(p[1]);
-		return 1;
+		return -1;
 	}
 	if (!pid) {
 		int null = open("/dev/null", O_WRONLY);
 
 		dup2(p[1], STDOUT_FILENO);
 		if (null >= 0)
-			dup2(null, STDERR_FILENO);	/* the search says why */
-		execlp("systemctl", "systemctl", "show", "--property=ControlGroup",
-		       "--value", "--", unit, (char *)NULL);
-		_exit(HW_EX_NOT_FOUND);
+			dup2(null, STDERR_FILENO);
+		execvp(argv[0], argv);
+		_exit(127);
 	}
 	close(p[1]);
 	while (n < (ssize_t)size - 1 &&
-	       (r = read(p[0], path + n, size - 1 - n)) > 0)
+	       (r = read(p[0], out + n, size - 1 - n)) > 0)
 		n += r;
 	close(p[0]);
-	path[n] = '\0';
-	path[strcspn(path, "\n")] = '\0';
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * The control group of systemd unit @unit, as systemctl shows it, into @path
+ * (relative to the cgroup2 mount).  0; 1 when systemctl cannot tell (not
+ * installed, or systemd is not running); -1 when it says the unit has none.
+ */
+static int systemctl_control_group(const char *unit, char *path, size_t size)
+{
+	char *argv[] = { "systemctl", "show", "--property=ControlGroup", "--value",
+			 "--", (char *)unit, NULL };
+
+	if (capture(argv, path, size))
 		return 1;
 	return path[0] ? 0 : -1;
 }
@@ -323,6 +338,64 @@ static int cmd_unit(const char *arg, struct hw_marks *m)
 	r = cmd_cgroup(dir, m);
 	if (!r)
 		snprintf(m->command, sizeof(m->command), "unit %s", unit);
+	return r;
+}
+
+/*
+ * The container engines asked for a container, in this order: podman's
+ * inspect and docker's both print the container's init PID with this
+ * template (0 when the container is not running).
+ */
+static const char *const engines[] = { "podman", "docker" };
+
+/* highwater container NAME|ID: a running container's cgroup, as cgroup reads it */
+static int cmd_container(const char *arg, struct hw_marks *m)
+{
+	char out[256], cgroup[1024], *end;
+	const char *engine = NULL;
+	int installed = 0, r;
+	long pid = -1;
+
+	if (!arg[0] || arg[0] == '-' || strchr(arg, '/'))
+		return usage_error("'%s' is not a container name or ID", arg);
+	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]) && !engine; i++) {
+		char *argv[] = { (char *)engines[i], "inspect", "--format",
+				 "{{.State.Pid}}", "--", (char *)arg, NULL };
+
+		r = capture(argv, out, sizeof(out));
+		installed += r != 127;
+		if (r)
+			continue;
+		pid = strtol(out, &end, 10);
+		if (*end || end == out || pid < 0) {
+			hw_warn("%s inspect %s printed '%s', not a process ID", engines[i], arg, out);
+			return HW_EX_SOFTWARE;
+		}
+		engine = engines[i];
+	}
+	if (!engine) {
+		if (!installed)
+			hw_warn("no container engine to ask for %s: neither podman nor docker is installed",
+				arg);
+		else
+			hw_warn("no container %s (neither podman inspect nor docker inspect knows it; rootless containers are found as the user who runs them)",
+				arg);
+		return HW_EX_NOINPUT;
+	}
+	if (!pid) {
+		hw_warn("container %s (%s) is not running: its cgroup, and the marks kept there, went with it; read it while it runs",
+			arg, engine);
+		return HW_EX_NOINPUT;
+	}
+	r = hw_cgroup_of(pid, cgroup, sizeof(cgroup));
+	if (r) {
+		hw_warn("cannot read the cgroup of container %s's process %ld: %s", arg, pid,
+			strerror(-r));
+		return errno_exit(-r);
+	}
+	r = cmd_cgroup(cgroup, m);
+	if (!r)	/* the report's cgroup line names the cgroup */
+		snprintf(m->command, sizeof(m->command), "container %s (%s)", arg, engine);
 	return r;
 }
 
@@ -391,6 +464,11 @@ static int verb_unit(const struct call *c)
 	return cmd_unit(c->argv[0], c->m);
 }
 
+static int verb_container(const struct call *c)
+{
+	return cmd_container(c->argv[0], c->m);
+}
+
 static int verb_merge(const struct call *c)
 {
 	return cmd_merge(c->argv, c->argc, c->m);
@@ -418,6 +496,7 @@ static const struct verb {
 	{ "show", verb_show, 1, 1, "one process ID", false, false },
 	{ "cgroup", verb_cgroup, 1, 1, "one cgroup path", false, false },
 	{ "unit", verb_unit, 1, 1, "one systemd unit name", false, false },
+	{ "container", verb_container, 1, 1, "one container name or ID", false, false },
 	{ "merge", verb_merge, 1, INT_MAX, "one or more JSON files", false, false },
 	{ "export", verb_export, 0, INT_MAX, "cgroup paths, or none", false, true },
 };
@@ -462,7 +541,7 @@ int main(int argc, char **argv)
 		if (!strcmp(sub, verbs[i].name))
 			verb = &verbs[i];
 	if (!verb)
-		return usage_error("unknown command '%s': use run, show, cgroup, unit, merge or export", sub);
+		return usage_error("unknown command '%s': use run, show, cgroup, unit, container, merge or export", sub);
 
 	argv++, argc--;
 	while ((c = getopt_long(argc, argv, "+f:m:o:t:p:k:Vh", longopts, NULL)) != -1) {

@@ -196,6 +196,25 @@ static void compose_format(const struct hw_marks *m)
 	       "compose: capabilities, a device rule, no default device, no as");
 }
 
+/* dockerd refuses a memory limit under 6 MiB: docker and compose get 6 MiB. */
+static void docker_small_memory(const struct hw_marks *demo)
+{
+	static struct hw_marks m;
+	char *t, *c;
+
+	m = *demo;
+	m.memory_peak = 668 << 10;
+	m.memory_file = 0;
+	t = strdup(render(&m, HW_DOCKER, 25));
+	c = strdup(render(&m, HW_COMPOSE, 25));
+	tap_ok(has_line(t, "--memory=6144K \\") &&
+	       strstr(t, "# --memory raised to 6 MiB, the least dockerd takes") &&
+	       has_line(c, "mem_limit: 6144k") && strstr(render(&m, HW_OCI, 25), "\"limit\": 855040"),
+	       "docker and compose: a 668K peak gets dockerd's least, 6 MiB, and says so; OCI keeps 835K");
+	free(t);
+	free(c);
+}
+
 static json_object *path(json_object *o, const char *const keys[])
 {
 	for (int i = 0; o && keys[i]; i++)
@@ -520,12 +539,13 @@ int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(51);
+	tap_plan(52);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
 	docker_many_devices(&m);
 	compose_format(&m);
+	docker_small_memory(&m);
 	oci_format(&m);
 	kubernetes_format(&m);
 	json_roundtrip(&m);

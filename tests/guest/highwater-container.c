@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * highwater container: a podman container (crun, Debian's packages) in the
+ * guest, from an image imported from a busybox root file system, whose
+ * processes spike their descriptors and use CAP_CHOWN, one of them exiting
+ * before the report.  highwater container NAME finds its cgroup through
+ * podman inspect and reports exactly those marks, in its formats; a
+ * container that does not exist, or no longer runs, gets an error that says
+ * so.
+ *
+ * Without systemd in the guest, podman runs with cgroupfs and a file for
+ * its events (a containers.conf in CONTAINERS_CONF, which highwater's own
+ * podman inspect reads too), and the guest kernel has no seccomp: the
+ * container runs with --security-opt seccomp=unconfined.
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+#include <time.h>
+
+#include "tap.h"
+#include "spawn.h"
+#include "hw.h"
+
+#define NAME "hw-test-c1"
+#define IMAGE "localhost/highwater-test-busybox"
+
+static char out[1 << 16], err[1 << 16];
+
+static int sh(const char *cmd)
+{
+	int status = spawn_capture((char *[]){ "sh", "-c", (char *)cmd, NULL },
+				   out, sizeof(out), err, sizeof(err));
+
+	if (status)
+		tap_diag("%s: status %#x: %.300s", cmd, status, err);
+	return status;
+}
+
+/* An image of busybox alone, imported from a tar of its root file system. */
+static int make_image(void)
+{
+	return sh("set -e; r=/tmp/hw-rootfs; rm -rf $r; mkdir -p $r/bin $r/etc $r/tmp "
+		  "$r/dev $r/proc $r/sys $r/run; cp /bin/busybox $r/bin/; "
+		  "for c in sh sleep touch chown; do ln -s busybox $r/bin/$c; done; "
+		  ": > $r/etc/passwd; : > $r/etc/group; "
+		  "tar -C $r -cf /tmp/hw-rootfs.tar .; podman import -q /tmp/hw-rootfs.tar " IMAGE);
+}
+
+static int highwater(const char *format, const char *name)
+{
+	return spawn_capture((char *[]){ (char *)built("highwater"), "container", "-f",
+					 (char *)format, (char *)name, NULL },
+			     out, sizeof(out), err, sizeof(err));
+}
+
+int main(void)
+{
+	int status, found = 0;
+	struct hw_marks m;
+	time_t t0;
+
+	tap_plan(9);
+	if (access("/usr/bin/podman", X_OK) || access("/bin/busybox", X_OK)) {
+		for (int i = 0; i < 9; i++)
+			tap_ok(1, "# SKIP podman or busybox-static is not installed");
+		return 0;
+	}
+	if (sh("printf '[engine]\\ncgroup_manager = \"cgroupfs\"\\nevents_logger = \"file\"\\n' "
+	       "> /tmp/hw-containers.conf") ||
+	    setenv("CONTAINERS_CONF", "/tmp/hw-containers.conf", 1))
+		return 1;
+	tap_ok(!make_image(), "podman imports an image of busybox");
+
+	/*
+	 * The container: a child that uses CAP_CHOWN and exits, a descriptor
+	 * at 100 in the main process (nofile peak 101), then a long sleep.
+	 */
+	status = sh("podman run -d --name " NAME " --network none --security-opt seccomp=unconfined "
+		    IMAGE " sh -c 'touch /tmp/f; chown 1234 /tmp/f; exec 100</dev/null; "
+		    "echo ready > /tmp/ready; sleep 600'");
+	tap_ok(!status, "podman run -d starts the container (crun)");
+
+	/* Ready once the descriptor is open: podman exec would add a process. */
+	for (t0 = time(NULL); !found && time(NULL) - t0 < 60; usleep(200000)) {
+		if (highwater("json", NAME))
+			continue;
+		memset(&m, 0, sizeof(m));
+		found = !hw_json_read(out, &m, err, sizeof(err)) &&
+			m.lim[hw_limit_index("nofile")].peak == 101;
+	}
+	tap_ok(found, "highwater container %s: open files peak 101, the descriptor at 100 (%.200s)",
+	       NAME, found ? "" : err);
+	tap_ok(found && m.cap_used == (1ULL << 0),
+	       "capabilities used: exactly CAP_CHOWN (%#llx), the exited chown's, kept in the container's cgroup",
+	       (unsigned long long)m.cap_used);
+	status = highwater("text", NAME);
+	tap_ok(!status && strstr(out, "container " NAME " (podman)") &&
+	       strstr(out, "\ncgroup: /libpod_parent/libpod-"),
+	       "the text report names the container and its cgroup");
+	status = highwater("docker", NAME);
+	tap_ok(!status && strstr(out, "--cap-drop=ALL") && strstr(out, "--cap-add=CHOWN") &&
+	       strstr(out, "--ulimit nofile="),
+	       "--format docker: --cap-drop=ALL --cap-add=CHOWN and an open files --ulimit");
+
+	status = highwater("text", "hw-test-no-such-container");
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == HW_EX_NOINPUT &&
+	       strstr(err, "no container hw-test-no-such-container"),
+	       "a container that does not exist: exit 66 and why (%.200s)", err);
+
+	sh("podman stop -t 0 " NAME);
+	status = highwater("text", NAME);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == HW_EX_NOINPUT &&
+	       strstr(err, "is not running"),
+	       "a stopped container: exit 66, it is not running and its cgroup went with it (%.200s)",
+	       err);
+	sh("podman rm -f " NAME);
+	tap_ok(!sh("podman rmi -f " IMAGE), "the container and its image are removed");
+	return tap_exit();
+}
