@@ -88,17 +88,19 @@ hw_tree_lock() {
 	export HW_TREE_LOCKED="$tree $1"
 }
 
-# hw_background PIDVAR COMMAND...: start COMMAND at nice 10 in the
-# background, in a process group of its own (kill -- -PID stops all of it)
-# but in this session: with the host's autogroup scheduling, a session of
-# its own (setsid) is a scheduling group of its own, shared equally with this
-# one whatever the nice values, and a booted suite beside two such groups ran
+# hw_background PIDVAR COMMAND...: start COMMAND in the background, in a
+# process group of its own (kill -- -PID stops all of it) but in this
+# session: with the host's autogroup scheduling, a session of its own
+# (setsid) is a scheduling group of its own, shared equally with this one
+# whatever the nice values, and a booted suite beside two such groups ran
 # three times slower (the debug suite: 20 minutes in a cold CI, 7 alone).
+# At the caller's niceness: compiles share the cores equally, and the guests
+# go first (vm/run).
 hw_background() {
 	local -n _hw_pid=$1
 	shift
 	set -m
-	nice -n 10 "$@" &
+	"$@" &
 	_hw_pid=$!
 	set +m
 }
