@@ -126,6 +126,22 @@ hw_need_pkgs() {
 	hw_apt_install "${want[@]}" || hw_die "apt-get install ${want[*]} failed; see $HW_BUILD/apt.log"
 }
 
+# hw_need_daemons CMD:PKG...: hw_need_pkgs for services the guest runs under
+# its systemd (tests/services): their packages' scripts must not start them
+# on the host, so a policy-rc.d that refuses stands while they install,
+# unless the machine has one (container images do).
+hw_need_daemons() {
+	local policy=/usr/sbin/policy-rc.d
+	[ -e $policy ] && { hw_need_pkgs "$@"; return; }
+	(
+		trap 'hw_sudo rm -f $policy' EXIT
+		printf '#!/bin/sh\n# highwater: no service starts on the host while it installs\nexit 101\n' |
+			hw_sudo tee $policy >/dev/null
+		hw_sudo chmod 755 $policy
+		hw_need_pkgs "$@"
+	) || exit 1
+}
+
 # hw_apt_install PKG...: apt-get install, again after an apt-get update when
 # the package lists are stale; the output in build/apt.log.  0 or 1.
 hw_apt_install() {
