@@ -51,6 +51,9 @@ struct hw_limit_info {
 	/* Why a peak of 0 is no limit to set (it would refuse the first use) */
 	const char *if_zero;
 	bool docker;		/* docker has --ulimit KEY */
+	/* The least value to recommend, and why (programs that size from it) */
+	uint64_t floor;
+	const char *floor_why;
 };
 
 extern const struct hw_limit_info hw_limits[HW_NLIMITS];
@@ -176,6 +179,7 @@ struct hw_advice {
 	bool emit;		/* a setting to apply */
 	uint64_t value;		/* the recommended value */
 	const char *why;	/* why not, when !emit */
+	const char *raised;	/* why value is above peak + margin, or NULL */
 };
 struct hw_advice hw_limit_advice(const struct hw_marks *m, int i, int margin);
 

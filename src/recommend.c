@@ -26,8 +26,15 @@ const struct hw_limit_info hw_limits[HW_NLIMITS] = {
 	[RLIMIT_CPU] = { "cpu", "Max cpu time", "LimitCPU", HW_COUNT,
 	  .caveat = "CPU seconds grow with run time: the peak of one run is no limit",
 	  .docker = true },
+	/*
+	 * The peak is the size the files reached, not what the program
+	 * needs: a log or a database appended to across restarts grows past
+	 * it and the next write is killed by SIGXFSZ (nginx's workers and
+	 * redis-server were, on their own logs, under their first drop-in).
+	 */
 	[RLIMIT_FSIZE] = { "fsize", "Max file size", "LimitFSIZE", HW_BYTES,
-	  .if_zero = "no file was written in this run; 0 would kill the first write with SIGXFSZ",
+	  .caveat = "files written to grow across runs (logs, databases): the size one run "
+	  "reached is no limit, and a write past it is killed by SIGXFSZ",
 	  .docker = true },
 	[RLIMIT_DATA] = { "data", "Max data size", "LimitDATA", HW_BYTES,
 	  .caveat = MEMORY_CAVEAT, .docker = true },
@@ -39,7 +46,15 @@ const struct hw_limit_info hw_limits[HW_NLIMITS] = {
 	[RLIMIT_RSS] = { "rss", "Max resident set", "LimitRSS", HW_UNTRACKED, .docker = false },
 	[RLIMIT_NPROC] = { "nproc", "Max processes", "LimitNPROC", HW_COUNT,
 	  .caveat = NPROC_CAVEAT, .docker = true },
-	[RLIMIT_NOFILE] = { "nofile", "Max open files", "LimitNOFILE", HW_COUNT, .docker = true },
+	/*
+	 * Programs size themselves from it: redis-server refuses to start
+	 * below 33 (maxclients + 32 reserved), PostgreSQL counts how many
+	 * descriptors it may open.  Below 1024 a limit saves nothing (each
+	 * open file costs its file) and breaks them.
+	 */
+	[RLIMIT_NOFILE] = { "nofile", "Max open files", "LimitNOFILE", HW_COUNT, .docker = true,
+	  .floor = 1024, .floor_why = "raised to 1024, the soft limit every process starts with: "
+	  "programs size themselves from it (redis-server will not start below 33)" },
 	[RLIMIT_MEMLOCK] = { "memlock", "Max locked memory", "LimitMEMLOCK", HW_BYTES, .docker = true },
 	[RLIMIT_AS] = { "as", "Max address space", "LimitAS", HW_BYTES, .caveat = MEMORY_CAVEAT },
 	[RLIMIT_LOCKS] = { "locks", "Max file locks", "LimitLOCKS", HW_UNTRACKED, .docker = false },
@@ -171,6 +186,10 @@ struct hw_advice hw_limit_advice(const struct hw_marks *m, int i, int margin)
 		a.why = info->if_zero;
 	else
 		a.emit = true;
+	if (a.emit && a.value < info->floor) {
+		a.value = info->floor;
+		a.raised = info->floor_why;
+	}
 	return a;
 }
 

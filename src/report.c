@@ -398,6 +398,8 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 			continue;
 		if (a.emit) {
 			limit_value(i, a.value, true, val, sizeof(val));
+			if (a.raised)
+				fprintf(out, "# %s: %s\n", hw_limits[i].systemd, a.raised);
 			fprintf(out, "%s=%s\n", hw_limits[i].systemd, val);
 		} else if (m->lim[i].have_peak) {
 			limit_value(i, a.value, true, val, sizeof(val));

@@ -76,7 +76,10 @@ static int run_limited(const struct limits *l)
 	snprintf(a_memlock, sizeof(a_memlock), "--memlock=%" PRIu64, l->memlock);
 	snprintf(a_msgq, sizeof(a_msgq), "--msgqueue=%" PRIu64, l->msgqueue);
 	snprintf(a_nice, sizeof(a_nice), "--nice=%" PRIu64, l->nice);
-	snprintf(a_fsize, sizeof(a_fsize), "--fsize=%" PRIu64, l->fsize);
+	if (l->fsize == UINT64_MAX)
+		snprintf(a_fsize, sizeof(a_fsize), "--fsize=unlimited");
+	else
+		snprintf(a_fsize, sizeof(a_fsize), "--fsize=%" PRIu64, l->fsize);
 	snprintf(bset, sizeof(bset), "--bounding-set=%s", l->caps);
 
 	remove_cgroup(CG);
@@ -139,7 +142,9 @@ int main(void)
 	rec.memlock = dropin_value(dropin, "LimitMEMLOCK");
 	rec.msgqueue = dropin_value(dropin, "LimitMSGQUEUE");
 	rec.nice = dropin_value(dropin, "LimitNICE");
-	rec.fsize = dropin_value(dropin, "LimitFSIZE");
+	/* Not set (files grow across runs): the workload runs without it */
+	rec.fsize = strstr(dropin, "\nLimitFSIZE=") ? dropin_value(dropin, "LimitFSIZE") :
+		    UINT64_MAX;
 	rec.tasks = dropin_value(dropin, "TasksMax");
 	rec.memory = dropin_value(dropin, "MemoryMax");
 	setpriv_caps(dropin, rec.caps, sizeof(rec.caps));

@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 	tap_ok(hw_cmd((char *[]){ "merge", "-f", "systemd", "-m", "0",
 				  fixture("report-daemon.json"), fixture("report-demo.json"),
 				  NULL }) == 0 &&
-	       strstr(out, "\nLimitNOFILE=210\n") && strstr(out, "\nTasksMax=9\n") &&
+	       strstr(out, "\nLimitNOFILE=1024\n") && strstr(out, "\nTasksMax=9\n") &&
 	       strstr(out, "# highwater: systemd drop-in for: merge of 2 reports"),
 	       "merge to systemd, margin 0: from the merged peaks");
 	hw_read_file(fixture("report-demo.json"), text, sizeof(text));

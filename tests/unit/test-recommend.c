@@ -24,7 +24,7 @@ int main(void)
 			     (uint64_t)3 << 30, UINT64_MAX / 200 };
 	bool never_below = true;
 
-	tap_plan(12);
+	tap_plan(14);
 	tap_ok(hw_round_count(379) == 380 && hw_round_count(1234) == 1300 &&
 	       hw_round_count(99) == 99 && hw_round_count(100) == 100 &&
 	       hw_round_count(101) == 110, "counts: two significant digits, rounded up");
@@ -54,5 +54,21 @@ int main(void)
 	       "overflow saturates to unlimited instead of wrapping");
 	tap_ok(hw_recommend(HW_UNTRACKED, 5, 25) == HW_UNLIMITED,
 	       "untracked limits get no value");
+
+	/* LimitNOFILE never below 1024: redis-server will not start under 33 */
+	struct hw_marks m;
+	struct hw_advice a;
+	int nofile = hw_limit_index("nofile");
+
+	hw_marks_init(&m);
+	m.lim[nofile].have_peak = true;
+	m.lim[nofile].peak = 25;
+	a = hw_limit_advice(&m, nofile, 25);
+	tap_ok(a.emit && a.value == 1024 && a.raised && strstr(a.raised, "1024"),
+	       "open files peak 25: 1024, the soft limit programs start with, and why");
+	m.lim[nofile].peak = 2003;
+	a = hw_limit_advice(&m, nofile, 25);
+	tap_ok(a.emit && a.value == 2600 && !a.raised,
+	       "open files peak 2003: 2600, the margin and the rounding, no floor");
 	return tap_exit();
 }
