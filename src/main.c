@@ -544,7 +544,12 @@ int main(int argc, char **argv)
 		return usage_error("unknown command '%s': use run, show, cgroup, unit, container, merge or export", sub);
 
 	argv++, argc--;
-	while ((c = getopt_long(argc, argv, "+f:m:o:t:p:k:Vh", longopts, NULL)) != -1) {
+	/*
+	 * run stops at CMD, whose options are its own; the others take their
+	 * options anywhere (highwater unit nginx.service -f systemd).
+	 */
+	while ((c = getopt_long(argc, argv, verb->runs ? "+f:m:o:t:p:k:Vh" : "f:m:o:t:p:k:Vh",
+				longopts, NULL)) != -1) {
 		if (c && strchr("tpkPM", c) && !verb->runs)
 			return usage_error("--%s is an option of run", option_name(longopts, c));
 		switch (c) {

@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 
 	dir = argc > 1 ? argv[1] : "tests/fixtures";
 	snprintf(hw, sizeof(hw), "%s/../../build/highwater", dir);
-	tap_plan(18);
+	tap_plan(19);
 
 	tap_ok(hw_cmd((char *[]){ "--help", NULL }) == 0 &&
 	       strstr(out, "usage: highwater run") && strstr(out, "--margin"),
@@ -115,6 +115,10 @@ int main(int argc, char **argv)
 	       strstr(out, "\nLimitNOFILE=1024\n") && strstr(out, "\nTasksMax=9\n") &&
 	       strstr(out, "# highwater: systemd drop-in for: merge of 2 reports"),
 	       "merge to systemd, margin 0: from the merged peaks");
+	tap_ok(hw_cmd((char *[]){ "merge", fixture("report-demo.json"), "--format", "systemd",
+				  "-m", "0", NULL }) == 0 &&
+	       strstr(out, "\nTasksMax=9\n"),
+	       "options after the file name, as after a unit name: merge FILE -f systemd");
 	hw_read_file(fixture("report-demo.json"), text, sizeof(text));
 	tap_ok(hw_cmd((char *[]){ "merge", "-f", "json", fixture("report-demo.json"), NULL }) == 0 &&
 	       strstr(out, "\"nofile\": {\"peak\": 203, \"soft\": 1024, \"hard\": 4096}") &&
