@@ -202,27 +202,29 @@ static const char *tighten(const struct service *s, char **lines, int nlines, in
 	return NULL;
 }
 
-/* The unit's last log lines since the restart, on one line: why it failed */
-static const char *last_words(const char *unit)
+/*
+ * Why it failed, on one line: the last lines of the service's own logs and
+ * the unit's last warnings (a signal, an exit status) in the journal.
+ */
+static const char *last_words(const struct service *s)
 {
 	static char words[600];
 
-	sh("journalctl -q --no-pager -o cat -n 3 -u %s --since '-20s' | tr '\\n' ' '", unit);
+	sh("{ tail -q -n 2 %s; journalctl -q --no-pager -o cat -p warning -n 2 -u %s --since '-30s'; } "
+	   "2>/dev/null | tr '\\n' ' '", s->logs ? s->logs : "/dev/null", s->unit);
 	snprintf(words, sizeof(words), "%.400s", out);
 	return words;
 }
 
-static int tested;
 static uint64_t dropin_memory_peak;	/* memory.peak of the run with the drop-in */
 
 static void report_tightening(const struct service *s, const char *directive, const char *where)
 {
 	const char *why = where ? NULL : finding(s->unit, directive);
 
-	tested++;
 	tap_ok(where || why, "%s: %s %s%s%s%s", s->unit, directive,
 	       where ? "fails at " : why ? "holds: " : "holds, and no finding explains it",
-	       where ? where : why ? why : "", where ? ": " : "", where ? last_words(s->unit) : "");
+	       where ? where : why ? why : "", where ? ": " : "", where ? last_words(s) : "");
 }
 
 /* Each directive of the drop-in, set just below what it was made from. */
@@ -357,7 +359,7 @@ static void one_service(const struct service *s, char table[][160], int *rows)
 	if (!tap_ok(!apply(s->unit, text), "%s: restarts with the drop-in", s->unit) ||
 	    !tap_ok(load_passes(s), "%s: the same load passes with the drop-in", s->unit)) {
 		/* Tightening a drop-in that already breaks the service proves nothing */
-		tap_diag("%s: %s", s->unit, last_words(s->unit));
+		tap_diag("%s: %s", s->unit, last_words(s));
 		apply(s->unit, NULL);
 		return;
 	}
