@@ -262,6 +262,8 @@ void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m)
 	}
 	m->have_cgroup_marks = true;
 	raised = merge_cgroup_marks(m, peak, have, caps, &m->cap_used_exited);
+	if (cg_read_u64(dir, "processes.moved_out", &m->moved_out))
+		hw_note(m, "processes moved out: no processes.moved_out in the cgroup (a series before it): whether processes took the unit's rlimits and bounding set to other cgroups is unknown");
 	for (int i = 0; i < HW_NLIMITS; i++)
 		if (raised & (1U << i))
 			m->lim[i].exited = true;
@@ -310,8 +312,26 @@ void hw_collect_run_cgroup_marks(const char *dir, struct hw_marks *m, int unread
 }
 
 /*
+ * The page cache the kernel can drop from memory.stat: "file" less "shmem".
+ * "file" counts tmpfs and shared anonymous memory too (PostgreSQL's shared
+ * buffers, /dev/shm), which without swap is never reclaimed: a MemoryHigh=
+ * below it throttles the service to a standstill (postgresql@15-main did
+ * not start under one).  Without a "shmem" line, nothing is taken as cache.
+ */
+static void read_page_cache(const char *stat, struct hw_marks *m)
+{
+	uint64_t file, shmem;
+
+	if (hw_parse_memory_stat(stat, "file", &file) ||
+	    hw_parse_memory_stat(stat, "shmem", &shmem))
+		return;
+	m->memory_file = file > shmem ? file - shmem : 0;
+	m->have_memory_file = true;
+}
+
+/*
  * The marks of the cgroup at @dir: pids.peak, memory.peak, the page cache
- * part of its memory (memory.stat "file"), the devices accessed (named from
+ * part of its memory (read_page_cache()), the devices accessed (named from
  * this host), and the limits set on it.  Returns 0, or -errno when @dir
  * cannot be read at all.
  */
@@ -339,9 +359,8 @@ int hw_collect_cgroup(const char *dir, struct hw_marks *m)
 	if (!cg_read_u64(dir, "memory.peak", &m->memory_peak)) {
 		m->have_memory_peak = true;
 		cg_read_u64(dir, "memory.max", &m->memory_max);
-		if (cg_read(dir, "memory.stat", buf, sizeof(buf)) >= 0 &&
-		    !hw_parse_memory_stat(buf, "file", &m->memory_file))
-			m->have_memory_file = true;
+		if (cg_read(dir, "memory.stat", buf, sizeof(buf)) >= 0)
+			read_page_cache(buf, m);
 		if (cg_read(dir, "memory.events", buf, sizeof(buf)) >= 0) {
 			hw_parse_memory_stat(buf, "max", &m->memory_max_events);
 			hw_parse_memory_stat(buf, "oom_kill", &m->memory_oom_kills);

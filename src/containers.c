@@ -259,7 +259,7 @@ void hw_report_docker(FILE *out, const struct hw_marks *m, int margin)
 		bytes(docker_memory(out, &p, "--memory"), false, val, sizeof(val));
 		flag_add(&fl, "--memory=%s", val);
 	}
-	if (m->have_cap_used) {
+	if (!hw_caps_not_derived(m)) {
 		char *caps = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&caps, &len);
@@ -275,7 +275,7 @@ void hw_report_docker(FILE *out, const struct hw_marks *m, int margin)
 		flag_add(&fl, "%s", caps);
 		free(caps);
 	} else {
-		fprintf(out, "# --cap-drop/--cap-add: capabilities used were not measured\n");
+		fprintf(out, "# --cap-drop/--cap-add: not set: %s\n", hw_caps_not_derived(m));
 	}
 	for (int i = 0; i < p.ndevices; i++) {
 		const struct plan_device *d = &p.devices[i];
@@ -325,8 +325,8 @@ void hw_report_compose(FILE *out, const struct hw_marks *m, int margin)
 	if (p.pids_why)
 		fprintf(out, "# pids_limit: not set: %s\n", p.pids_why);
 	memory_comment(out, m, &p, "mem_limit");
-	if (!m->have_cap_used)
-		fprintf(out, "# cap_drop/cap_add: capabilities used were not measured\n");
+	if (hw_caps_not_derived(m))
+		fprintf(out, "# cap_drop/cap_add: not set: %s\n", hw_caps_not_derived(m));
 	if (!m->have_devices)
 		fprintf(out, "# devices: devices accessed were not measured\n");
 	notes(out, m);
@@ -350,7 +350,7 @@ void hw_report_compose(FILE *out, const struct hw_marks *m, int margin)
 				*c += 'a' - 'A';
 		fprintf(out, "mem_limit: %s\n", val);
 	}
-	if (m->have_cap_used) {
+	if (!hw_caps_not_derived(m)) {
 		fprintf(out, "cap_drop: [ALL]\ncap_add: ");
 		cap_flow_list(out, m->cap_used, "");
 	}
@@ -487,7 +487,7 @@ void hw_report_oci(FILE *out, const struct hw_marks *m, int margin)
 	} else {
 		annotate(ann, "org.highwater.rlimits", "rlimit peaks were not measured");
 	}
-	if (m->have_cap_used) {
+	if (!hw_caps_not_derived(m)) {
 		json_object *caps = jobj(process, "capabilities");
 		uint64_t ambient = 0;
 
@@ -505,7 +505,7 @@ void hw_report_oci(FILE *out, const struct hw_marks *m, int margin)
 		jadd(caps, "inheritable", cap_array(ambient));
 		jadd(caps, "ambient", cap_array(ambient));
 	} else {
-		annotate(ann, "org.highwater.capabilities", "capabilities used were not measured");
+		annotate(ann, "org.highwater.capabilities", "%s", hw_caps_not_derived(m));
 	}
 	if (m->have_devices) {
 		json_object *allow = jarray(), *nodes = NULL, *deny = json_object_new_object();
@@ -616,14 +616,14 @@ void hw_report_kubernetes(FILE *out, const struct hw_marks *m, int margin)
 		}
 	if (any)
 		fprintf(out, "\n");
-	if (!m->have_cap_used)
-		fprintf(out, "# securityContext.capabilities: capabilities used were not measured\n");
+	if (hw_caps_not_derived(m))
+		fprintf(out, "# securityContext.capabilities: not set: %s\n", hw_caps_not_derived(m));
 	else if (m->have_uid && m->uid != 0)
 		fprintf(out, "# The command ran as uid %u: Kubernetes sets no ambient capabilities, so a\n"
 			"# container that runs as a user other than root gets none of these in effect.\n",
 			m->uid);
 	notes(out, m);
-	if (m->have_cap_used) {
+	if (!hw_caps_not_derived(m)) {
 		fprintf(out, "securityContext:\n  capabilities:\n    drop: [\"ALL\"]\n    add: ");
 		cap_flow_list(out, m->cap_used, "\"");
 	}

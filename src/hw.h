@@ -111,10 +111,18 @@ struct hw_marks {
 	/* rlimits.peak and capabilities.used, which keep exited processes' */
 	bool have_cgroup_marks;
 	uint64_t cap_used_exited;	/* used only by processes that exited */
+	/*
+	 * processes.moved_out: processes that left the cgroup while running
+	 * its program (sshd's sessions, moved to session scopes by logind).
+	 * They took its rlimits and bounding set along, and what they used
+	 * where they went is not in its marks.
+	 */
+	uint64_t moved_out;
 	bool have_pids_peak, have_memory_peak, have_memory_file, have_devices;
 	uint64_t pids_peak;
 	uint64_t pids_max;	/* HW_UNLIMITED for max */
-	uint64_t memory_peak, memory_file, memory_max;
+	uint64_t memory_peak, memory_max;
+	uint64_t memory_file;	/* page cache at the end: memory.stat file less shmem */
 	/*
 	 * The cgroup's own limits, run into: forks refused at pids.max
 	 * (pids.events "max"), reclaim forced at memory.max and OOM kills
@@ -190,6 +198,8 @@ struct hw_memory_advice {
 struct hw_memory_advice hw_memory_advice(const struct hw_marks *m, int margin);
 const char *hw_tasks_not_derived(const struct hw_marks *m);	/* NULL: fine */
 const char *hw_memory_not_derived(const struct hw_marks *m);
+const char *hw_inherited_not_derived(const struct hw_marks *m);
+const char *hw_caps_not_derived(const struct hw_marks *m);	/* a bounding set */
 uint64_t hw_recommend(enum hw_kind kind, uint64_t peak, int margin);
 uint64_t hw_round_count(uint64_t v);
 void hw_format_bytes(uint64_t v, char *buf, size_t size);	/* "61M" */

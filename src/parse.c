@@ -531,6 +531,8 @@ void hw_merge_marks(struct hw_marks *into, const struct hw_marks *from)
 	into->pids_refused = add_u64(into->pids_refused, from->pids_refused);
 	into->memory_max_events = add_u64(into->memory_max_events, from->memory_max_events);
 	into->memory_oom_kills = add_u64(into->memory_oom_kills, from->memory_oom_kills);
+	/* Any run whose processes left keeps rlimits and bounding set from being derived */
+	into->moved_out = add_u64(into->moved_out, from->moved_out);
 	if (from->have_devices) {
 		for (int i = 0; i < from->ndevices; i++)
 			hw_add_device(into, &from->devices[i]);

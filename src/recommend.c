@@ -182,6 +182,8 @@ struct hw_advice hw_limit_advice(const struct hw_marks *m, int i, int margin)
 	a.value = hw_recommend(info->kind, l->peak, margin);
 	if (info->caveat)
 		a.why = info->caveat;
+	else if (hw_inherited_not_derived(m))
+		a.why = hw_inherited_not_derived(m);
 	else if (info->if_zero && l->peak == 0)
 		a.why = info->if_zero;
 	else
@@ -235,6 +237,30 @@ const char *hw_memory_not_derived(const struct hw_marks *m)
 	if (m->memory_max_events)
 		return "the memory limit was reached and forced reclaim, the need may be higher (see the notes)";
 	return NULL;
+}
+
+/*
+ * Why no rlimit or bounding set is derived from a cgroup's marks, or NULL:
+ * processes that ran its program left it (sshd's, moved by logind to the
+ * user's session scope; a job a daemon moved to a scope of its own), and
+ * took both along.  A login session's needs are an administrator's, not in
+ * these marks: a bounding set from them would take root's capabilities from
+ * every ssh login.  Limits of the cgroup itself (tasks, memory, devices)
+ * stay: they do not follow a process out.
+ */
+const char *hw_inherited_not_derived(const struct hw_marks *m)
+{
+	return m->moved_out ?
+	       "processes that ran here moved to other cgroups (login sessions, scopes) and took it along; their needs there are not in these marks" :
+	       NULL;
+}
+
+/* Why no bounding set (cap-drop, capabilities) is written, or NULL. */
+const char *hw_caps_not_derived(const struct hw_marks *m)
+{
+	if (!m->have_cap_used)
+		return "capabilities used were not measured";
+	return hw_inherited_not_derived(m);
 }
 
 /*

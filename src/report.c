@@ -338,7 +338,8 @@ static void report_json(FILE *out, const struct hw_marks *m,
 	fprintf(out, "  \"tasks\": {");
 	json_u64(out, "peak", m->have_pids_peak, m->pids_peak, ", ");
 	json_u64(out, "max", m->have_pids_peak, m->pids_max, ", ");
-	json_u64(out, "refused", m->have_pids_peak, m->pids_refused, "},\n");
+	json_u64(out, "refused", m->have_pids_peak, m->pids_refused, ", ");
+	json_u64(out, "moved_out", m->have_cgroup_marks, m->moved_out, "},\n");
 	fprintf(out, "  \"memory\": {");
 	json_u64(out, "peak", m->have_memory_peak, m->memory_peak, ", ");
 	json_u64(out, "file", m->have_memory_file, m->memory_file, ", ");
@@ -427,7 +428,7 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 		human(m->memory_peak, peak, sizeof(peak));
 		if (m->have_memory_file) {
 			human(m->memory_file, cache, sizeof(cache));
-			fprintf(out, "# memory.peak %s includes page cache (%s still charged at the end, memory.stat \"file\"):\n"
+			fprintf(out, "# memory.peak %s includes page cache (%s still charged at the end, memory.stat \"file\" less \"shmem\"):\n"
 				"# MemoryMax= is the peak plus the margin; %s\n", peak, cache,
 				ma.high ? "MemoryHigh= the part that is not cache plus the margin." :
 				"MemoryHigh= is not set, the cache part being too small to matter.");
@@ -443,7 +444,7 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 	} else {
 		fprintf(out, "# MemoryMax: no memory.peak was measured\n");
 	}
-	if (m->have_cap_used) {
+	if (!hw_caps_not_derived(m)) {
 		fprintf(out, "CapabilityBoundingSet=");
 		hw_cap_list(out, m->cap_used, " ", false);
 		fprintf(out, "\n");
@@ -455,7 +456,7 @@ static void report_systemd(FILE *out, const struct hw_marks *m, int margin)
 			fprintf(out, "\n");
 		}
 	} else {
-		fprintf(out, "# CapabilityBoundingSet: capabilities used were not measured\n");
+		fprintf(out, "# CapabilityBoundingSet: not set: %s\n", hw_caps_not_derived(m));
 	}
 	if (m->have_devices) {
 		fprintf(out, "DevicePolicy=closed\n");

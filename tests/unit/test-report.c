@@ -333,7 +333,7 @@ static void mainline(void)
 	t = render(&m, HW_SYSTEMD, 25);
 	tap_ok(has_line(t, "# LimitNOFILE: not measured on this kernel") &&
 	       lacks(t, "\nLimitNOFILE=") && has_line(t, "MemoryMax=1280K") &&
-	       has_line(t, "# CapabilityBoundingSet: capabilities used were not measured") &&
+	       has_line(t, "# CapabilityBoundingSet: not set: capabilities used were not measured") &&
 	       lacks(t, "DevicePolicy=closed"),
 	       "mainline, systemd: what was measured, comments for the rest");
 	t = render(&m, HW_JSON, 25);
@@ -530,8 +530,52 @@ static void prometheus_export(const struct hw_marks *demo)
 	       has_line(buf, "highwater_device_accessed{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",device=\"c 1:3\",access=\"rw\",name=\"/dev/null\"} 1") &&
 	       has_line(buf, "highwater_device_accessed{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",device=\"c 240:*\",access=\"m\",name=\"\"} 1"),
 	       "export: capabilities and devices, one sample each");
-	tap_ok(helps == 13 && types == 13 && has_line(buf, "highwater_export_cgroups 2"),
-	       "export: each of the 13 families has one HELP and one TYPE (%d, %d)", helps, types);
+	tap_ok(helps == 14 && types == 14 && has_line(buf, "highwater_export_cgroups 2"),
+	       "export: each of the 14 families has one HELP and one TYPE (%d, %d)", helps, types);
+	free(buf);
+}
+
+/*
+ * A cgroup whose processes left it while running its program (ssh.service:
+ * logind moves each login's sshd to a session scope): they took its rlimits
+ * and bounding set along, so no format writes either; the cgroup's own
+ * limits (tasks, memory, devices) stay.  JSON, merge and export keep it.
+ */
+static void moved_out(const struct hw_marks *demo)
+{
+	struct hw_marks m = *demo, back, merged;
+	char err[200], *t, *buf = NULL;
+	size_t size;
+	FILE *out;
+
+	m.have_cgroup_marks = true;
+	m.moved_out = 3;
+	strcpy(m.cgroup, "/system.slice/ssh.service");
+	t = render(&m, HW_SYSTEMD, 25);
+	tap_ok(lacks(t, "\nLimitNOFILE=") && lacks(t, "\nCapabilityBoundingSet=") &&
+	       has_line(t, "# LimitNOFILE=260  (not set: processes that ran here moved to other cgroups (login sessions, scopes) and took it along; their needs there are not in these marks)") &&
+	       has_line(t, "# CapabilityBoundingSet: not set: processes that ran here moved to other cgroups (login sessions, scopes) and took it along; their needs there are not in these marks") &&
+	       has_line(t, "TasksMax=12") && has_line(t, "DevicePolicy=closed"),
+	       "moved out: systemd sets no Limit*= and no CapabilityBoundingSet=, but TasksMax= and devices");
+	t = render(&m, HW_DOCKER, 25);
+	tap_ok(lacks(t, "--cap-drop=ALL") && lacks(t, "--ulimit=") && strstr(t, "--pids-limit=12"),
+	       "moved out: docker drops no capability and sets no --ulimit");
+	t = render(&m, HW_KUBERNETES, 25);
+	tap_ok(lacks(t, "securityContext:"), "moved out: kubernetes writes no securityContext");
+	t = render(&m, HW_JSON, 25);
+	tap_ok(hw_json_read(t, &back, err, sizeof(err)) == 0 && back.moved_out == 3,
+	       "moved out: JSON keeps the count (%s)", err);
+	hw_marks_init(&merged);
+	hw_merge_marks(&merged, demo);
+	hw_merge_marks(&merged, &back);
+	t = render(&merged, HW_SYSTEMD, 25);
+	tap_ok(merged.moved_out == 3 && lacks(t, "\nCapabilityBoundingSet="),
+	       "moved out: a merge with a run whose processes stayed sets no bounding set either");
+	out = open_memstream(&buf, &size);
+	hw_export_write(out, &m, 1, 0.25);
+	fclose(out);
+	tap_ok(has_line(buf, "highwater_processes_moved_out_total{cgroup=\"/system.slice/ssh.service\",unit=\"ssh.service\"} 3"),
+	       "moved out: export gives the count");
 	free(buf);
 }
 
@@ -539,7 +583,7 @@ int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(52);
+	tap_plan(58);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
@@ -555,5 +599,6 @@ int main(void)
 	device_names_from_report();
 	limits_run_into(&m);
 	prometheus_export(&m);
+	moved_out(&m);
 	return tap_exit();
 }
