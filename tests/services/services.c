@@ -40,6 +40,10 @@ struct service {
 	const char *logs;
 };
 
+/* ssh as root with the key the preparation made, no questions asked */
+#define SSH "ssh -i /root/.ssh/hw -o BatchMode=yes -o StrictHostKeyChecking=no " \
+	    "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+
 static const struct service services[] = {
 	{ "nginx.service", NULL,
 	  "ab -n 300 -c 16 http://127.0.0.1/ >/tmp/ab.1 && grep -Eq '^Failed requests: +0$' /tmp/ab.1 && "
@@ -51,6 +55,34 @@ static const struct service services[] = {
 	  "redis-benchmark -q -n 2000 -c 16 -t set,get,incr,lpush,lpop >/tmp/rb 2>&1 && "
 	  "! grep -qi error /tmp/rb && [ $(grep -c 'requests per second' /tmp/rb) = 5 ]",
 	  "/var/log/redis/redis-server.log" },
+	/* Debian 12's PostgreSQL is 15; the cluster its package made */
+	{ "postgresql@15-main.service",
+	  "runuser -u postgres -- createdb hwbench && "
+	  "runuser -u postgres -- pgbench -q -i -s 2 hwbench >/tmp/pgi 2>&1",
+	  "runuser -u postgres -- pgbench -n -c 4 -j 2 -t 100 hwbench >/tmp/pgb 2>&1 && "
+	  "grep -q '^number of failed transactions: 0 ' /tmp/pgb && "
+	  "grep -q '^number of transactions actually processed: 400/400$' /tmp/pgb",
+	  "/var/log/postgresql/postgresql-15-main.log" },
+	/*
+	 * Key logins running commands, four at once, twice, and one with a
+	 * terminal.  logind moves each login's sshd to the user's session
+	 * scope: the drop-in must leave what a session inherits (rlimits,
+	 * bounding set) as shipped, which each login compares with what the
+	 * first login, before any drop-in, saw.
+	 */
+	{ "ssh.service",
+	  "mkdir -p /root/.ssh && rm -f /root/.ssh/hw /root/.ssh/hw.pub && "
+	  "ssh-keygen -q -t ed25519 -N '' -f /root/.ssh/hw && "
+	  "cat /root/.ssh/hw.pub >>/root/.ssh/authorized_keys && "
+	  "printf '%s\\n' 'grep ^CapBnd /proc/self/status; ulimit -H -a' >/root/hw-session && "
+	  SSH " root@127.0.0.1 sh /root/hw-session >/root/hw-session.shipped",
+	  "for round in 1 2; do "
+	  "  for i in 1 2 3 4; do (" SSH " root@127.0.0.1 sh /root/hw-session >/tmp/ssh.$i 2>&1; "
+	  "    echo $? >/tmp/ssh.$i.rc) & done; wait; "
+	  "  for i in 1 2 3 4; do [ $(cat /tmp/ssh.$i.rc) = 0 ] && cmp -s /tmp/ssh.$i /root/hw-session.shipped || "
+	  "    { echo \"login $i: status $(cat /tmp/ssh.$i.rc), as shipped:\"; cat /root/hw-session.shipped /tmp/ssh.$i; exit 1; } >&2; done; "
+	  "done && " SSH " -tt root@127.0.0.1 'tty >/dev/null && exit 7' </dev/null >/dev/null 2>&1; [ $? = 7 ]",
+	  NULL },
 };
 
 /*
@@ -66,6 +98,18 @@ static const struct {
 	{ "nginx.service", "LimitNOFILE=",
 	  "nginx answers EMFILE from accept() by pausing accepts and serving the connections it holds",
 	  "grep -q 'Too many open files' /var/log/nginx/error.log" },
+	{ "postgresql@15-main.service", "LimitNOFILE=",
+	  "postgres probes its descriptors at start, dup() up to max_files_per_process (1000) or "
+	  "its limit less one, and sizes its descriptor cache from what it found (fd.c, "
+	  "count_usable_fds()): this run's probe stopped below the limit (rlimits.peak nofile within it)",
+	  "d='%3$s'; awk -v v=\"${d#*=}\" '$1 == \"nofile\" && $2 <= v { f = 1 } END { exit !f }' "
+	  "%2$s/rlimits.peak" },
+	{ "postgresql@15-main.service", "CapabilityBoundingSet without CAP_DAC_READ_SEARCH",
+	  "pg_ctlcluster, as root, looks for postmaster.pid in the cluster's data directory (mode 700, "
+	  "owner postgres) to tell whether the cluster runs; refused, it sees no file and starts the "
+	  "cluster, as it would anyway when the cluster is stopped",
+	  "[ \"$(stat -c '%%a %%U' /var/lib/postgresql/15/main)\" = '700 postgres' ] && "
+	  "grep -q 'check_pidfile_running' /usr/bin/pg_ctlcluster" },
 	{ "*", "LimitNOFILE=",
 	  "this run never tried a descriptor at the limit (its rlimits.peak nofile is within it): "
 	  "how many connections a worker holds at once differs from run to run",
@@ -88,6 +132,11 @@ static const struct {
 	  "(the mknod recorded) and bind-mounts the host's nodes when mknod is refused; "
 	  "an over-recording by the series, open",
 	  "systemctl show -p PrivateDevices --value %1$s | grep -qx yes" },
+	{ "ssh.service", "without DeviceAllow=/dev/tty",
+	  "/dev/tty is the opener's controlling terminal and no process of the unit has one: the open "
+	  "passed the device check (recorded) and then failed with ENXIO; refused by the policy it "
+	  "fails with EPERM, a failed open either way",
+	  "for p in $(cat %2$s/cgroup.procs); do [ \"$(ps -o tty= -p $p)\" = '?' ] || exit 1; done" },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -128,7 +177,7 @@ static time_t applied_at;	/* when the last drop-in was applied */
 static int apply(const char *unit, const char *text)
 {
 	/* Stopped first: what the journal says from applied_at on is this start's */
-	if (sh("systemctl stop %s", unit))
+	if (sh("timeout 180 systemctl stop %s", unit))
 		return -1;
 	applied_at = time(NULL);
 	if (text) {
@@ -140,13 +189,19 @@ static int apply(const char *unit, const char *text)
 	}
 	if (sh("systemctl daemon-reload"))
 		return -1;
-	return sh("systemctl start %s && systemctl is-active -q %s", unit, unit);
+	/* Bounded: postgresql@.service waits for its start with no limit */
+	return sh("timeout 180 systemctl start %s && systemctl is-active -q %s", unit, unit);
 }
+
+static char load_err[sizeof(err)];	/* what the last load said on stderr */
 
 /* The load, and the unit still active after it. */
 static int load_passes(const struct service *s)
 {
-	return !sh("%s", s->load) && !sh("systemctl is-active -q %s", s->unit);
+	int failed = sh("%s", s->load);
+
+	memcpy(load_err, err, sizeof(err));
+	return !failed && !sh("systemctl is-active -q %s", s->unit);
 }
 
 /* "Overall exposure level for X: 9.6 UNSAFE" → "9.6 UNSAFE" */
@@ -229,9 +284,24 @@ static const char *last_words(const struct service *s)
 
 static uint64_t dropin_memory_peak;	/* memory.peak of the run with the drop-in */
 
+/* The tightenings, for the table printed at the end */
+static struct {
+	char unit[40], directive[80], outcome[24];
+} tightenings[128];
+static int ntightenings;
+
 static void report_tightening(const struct service *s, const char *directive, const char *where)
 {
 	const char *why = where ? NULL : finding(s->unit, directive);
+
+	if (ntightenings < 128) {
+		snprintf(tightenings[ntightenings].unit, 40, "%s", s->unit);
+		snprintf(tightenings[ntightenings].directive, 80, "%s", directive);
+		snprintf(tightenings[ntightenings].outcome, 24, "%s%s",
+			 where ? "fails at " : why ? "holds, explained" : "holds, UNEXPLAINED",
+			 where ? where : "");
+		ntightenings++;
+	}
 
 	tap_ok(where || why, "%s: %s %s%s%s%s", s->unit, directive,
 	       where ? "fails at " : why ? "holds: " : "holds, and no finding explains it",
@@ -332,9 +402,20 @@ static void tighten_all(const struct service *s, char *text, const struct hw_mar
 	}
 }
 
+/* "CAP_CHOWN CAP_SETUID", or "none" */
+static void caps_used(const struct hw_marks *m, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	snprintf(buf, size, "none");
+	for (int c = 0; c <= HW_CAP_LAST; c++)
+		if (m->cap_used & (1ULL << c) && len < size)
+			len += snprintf(buf + len, size - len, "%s%s", len ? " " : "", hw_cap_name(c));
+}
+
 static void one_service(const struct service *s, char table[][160], int *rows)
 {
-	char before[64], after[64], text[sizeof(out)];
+	char before[64], after[64], text[sizeof(out)], what[1024];
 	struct hw_marks m;
 
 	snprintf(dropin_dir, sizeof(dropin_dir), "/etc/systemd/system/%s.d", s->unit);
@@ -350,7 +431,9 @@ static void one_service(const struct service *s, char table[][160], int *rows)
 	if (s->prepare && sh("%s", s->prepare))
 		tap_diag("%s: preparing the load failed: %.500s", s->unit, err);
 	/* The marks of the load alone: a new cgroup after the preparation */
-	tap_ok(!apply(s->unit, NULL) && load_passes(s), "%s: the load passes as shipped", s->unit);
+	if (!tap_ok(!apply(s->unit, NULL) && load_passes(s), "%s: the load passes as shipped",
+		    s->unit))
+		tap_diag("%s: %.1000s", s->unit, load_err);
 	exposure(s->unit, before, sizeof(before));
 
 	hw_marks_init(&m);
@@ -366,10 +449,14 @@ static void one_service(const struct service *s, char table[][160], int *rows)
 		    "%s: highwater unit --format systemd (%.200s)", s->unit, err))
 		return;
 	snprintf(text, sizeof(text), "%s", out);
+	caps_used(&m, what, sizeof(what));
+	tap_diag("%s: capabilities used: %s; processes moved out: %llu", s->unit, what,
+		 (unsigned long long)m.moved_out);
 	tap_diag("%s: the drop-in:\n# %s", s->unit, text);
 	if (!tap_ok(!apply(s->unit, text), "%s: restarts with the drop-in", s->unit) ||
 	    !tap_ok(load_passes(s), "%s: the same load passes with the drop-in", s->unit)) {
 		/* Tightening a drop-in that already breaks the service proves nothing */
+		tap_diag("%s: %.1000s", s->unit, load_err);
 		tap_diag("%s: %s", s->unit, last_words(s));
 		apply(s->unit, NULL);
 		return;
@@ -403,6 +490,11 @@ int main(int argc, char **argv)
 		if (wanted)
 			one_service(&services[i], table, &rows);
 	}
+	tap_diag("each directive of the drop-in set just below its peak, one at a time:");
+	tap_diag("%-28s %-56s %s", "unit", "tightened to", "outcome");
+	for (int i = 0; i < ntightenings; i++)
+		tap_diag("%-28s %-56s %s", tightenings[i].unit, tightenings[i].directive,
+			 tightenings[i].outcome);
 	tap_diag("systemd-analyze security, exposure (0 safest, 10 least safe):");
 	tap_diag("%-28s %-16s %s", "unit", "as shipped", "with the drop-in");
 	for (int i = 0; i < rows; i++)
