@@ -262,7 +262,9 @@ void hw_collect_cgroup_marks(const char *dir, struct hw_marks *m)
 	}
 	m->have_cgroup_marks = true;
 	raised = merge_cgroup_marks(m, peak, have, caps, &m->cap_used_exited);
-	if (cg_read_u64(dir, "processes.moved_out", &m->moved_out))
+	if (!cg_read_u64(dir, "processes.moved_out", &m->moved_out))
+		m->have_moved_out = true;
+	else
 		hw_note(m, "processes moved out: no processes.moved_out in the cgroup (a series before it): whether processes took the unit's rlimits and bounding set to other cgroups is unknown");
 	for (int i = 0; i < HW_NLIMITS; i++)
 		if (raised & (1U << i))
@@ -286,6 +288,9 @@ void hw_collect_run_cgroup_marks(const char *dir, struct hw_marks *m, int unread
 	int r;
 
 	r = read_cgroup_marks(dir, peak, have, &caps);
+	/* Those run did not reap count too: a container's, reaped by conmon */
+	if (!r && !cg_read_u64(dir, "processes.moved_out", &m->moved_out))
+		m->have_moved_out = true;
 	if (r) {
 		if (unread)
 			hw_note(m, "%d process%s of the workload could not be read (permission denied: run highwater as root to read a set-user-ID or set-group-ID program's marks), and the cgroup's marks of them are %s: their rlimit peaks and capabilities are missing",

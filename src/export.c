@@ -166,7 +166,7 @@ static const struct number_family numbers[] = {
 	{ "highwater_tasks_refused_total", "counter", "Forks refused at the cgroup's task limit (pids.events max).",
 	  AT(have_pids_peak), AT(pids_refused) },
 	{ "highwater_processes_moved_out_total", "counter", "processes.moved_out: processes that left the cgroup while running its program, taking its rlimits and bounding set along.",
-	  AT(have_cgroup_marks), AT(moved_out) },
+	  AT(have_moved_out), AT(moved_out) },
 	{ "highwater_memory_peak_bytes", "gauge", "memory.peak: the most memory charged to the cgroup, page cache included.",
 	  AT(have_memory_peak), AT(memory_peak) },
 	{ "highwater_memory_max_bytes", "gauge", "memory.max: the cgroup's memory limit; +Inf for none.",

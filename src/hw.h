@@ -117,6 +117,7 @@ struct hw_marks {
 	 * They took its rlimits and bounding set along, and what they used
 	 * where they went is not in its marks.
 	 */
+	bool have_moved_out;
 	uint64_t moved_out;
 	bool have_pids_peak, have_memory_peak, have_memory_file, have_devices;
 	uint64_t pids_peak;

@@ -225,7 +225,7 @@ static const struct number tasks_numbers[] = {
 	{ "peak", MARK(pids_peak), MARK(have_pids_peak) },
 	{ "max", MARK(pids_max), 0 },
 	{ "refused", MARK(pids_refused), 0 },
-	{ "moved_out", MARK(moved_out), 0 },
+	{ "moved_out", MARK(moved_out), MARK(have_moved_out) },
 	{ NULL, 0, 0 },
 };
 

@@ -533,6 +533,7 @@ void hw_merge_marks(struct hw_marks *into, const struct hw_marks *from)
 	into->memory_oom_kills = add_u64(into->memory_oom_kills, from->memory_oom_kills);
 	/* Any run whose processes left keeps rlimits and bounding set from being derived */
 	into->moved_out = add_u64(into->moved_out, from->moved_out);
+	into->have_moved_out |= from->have_moved_out;
 	if (from->have_devices) {
 		for (int i = 0; i < from->ndevices; i++)
 			hw_add_device(into, &from->devices[i]);

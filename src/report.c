@@ -339,7 +339,7 @@ static void report_json(FILE *out, const struct hw_marks *m,
 	json_u64(out, "peak", m->have_pids_peak, m->pids_peak, ", ");
 	json_u64(out, "max", m->have_pids_peak, m->pids_max, ", ");
 	json_u64(out, "refused", m->have_pids_peak, m->pids_refused, ", ");
-	json_u64(out, "moved_out", m->have_cgroup_marks, m->moved_out, "},\n");
+	json_u64(out, "moved_out", m->have_moved_out, m->moved_out, "},\n");
 	fprintf(out, "  \"memory\": {");
 	json_u64(out, "peak", m->have_memory_peak, m->memory_peak, ", ");
 	json_u64(out, "file", m->have_memory_file, m->memory_file, ", ");

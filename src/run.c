@@ -484,7 +484,7 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 		}
 	}
 	if (moved_out)
-		hw_note(m, "cgroup marks: %d process%s left the workload's cgroup (%s%s): what they did there is not in the task, memory and devices marks; their limits and capabilities are",
+		hw_note(m, "cgroup marks: %d process%s left the workload's cgroup (%s%s): not in these marks; read that cgroup while it lives (highwater cgroup PATH, highwater container NAME)",
 			moved_out, moved_out > 1 ? "es" : "", left_first,
 			moved_out > 1 ? ", the first" : "");
 	m->seconds = now() - start;
@@ -494,6 +494,9 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 		hw_note(m, "cgroup marks: could not read %s", cg.leaf);
 	if (cg.leaf[0])
 		hw_collect_run_cgroup_marks(cg.leaf, m, unread);
+	if (m->moved_out > (uint64_t)moved_out && !moved_out)
+		hw_note(m, "cgroup marks: %" PRIu64 " process%s left the workload's cgroup or started outside it (crun's containers): not in these marks; read that cgroup while it lives (highwater container NAME)",
+			m->moved_out, m->moved_out > 1 ? "es" : "");
 	cgroup_cleanup(&cg);
 
 	if (ce.stage == 1) {

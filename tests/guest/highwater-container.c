@@ -80,16 +80,50 @@ static int highwater(const char *format, const char *name)
 			     out, sizeof(out), err, sizeof(err));
 }
 
+/*
+ * highwater run -- podman run: the container's processes live in the
+ * container's cgroup, and conmon moves to one of its own.  The report says
+ * that processes left, where the first went and how to report on it, and
+ * sets no rlimit and no bounding set: the container took podman's along.
+ */
+static void run_podman(void)
+{
+	struct hw_marks m;
+	bool noted = false;
+	int status;
+
+	status = spawn_capture((char *[]){ (char *)built("highwater"), "run", "-f", "json",
+					   "-o", "/tmp/hw-run-podman.json", "--", "podman", "run",
+					   "--rm", "--network", "none", "--security-opt",
+					   "seccomp=unconfined", IMAGE, "sh", "-c", ":", NULL },
+			       out, sizeof(out), err, sizeof(err));
+	hw_marks_init(&m);
+	if (hw_read_file("/tmp/hw-run-podman.json", out, sizeof(out)) < 0 ||
+	    hw_json_read(out, &m, err, sizeof(err)))
+		tap_diag("no report: %.300s", err);
+	for (int i = 0; i < m.nnotes; i++)
+		noted |= strstr(m.notes[i], "left the workload's cgroup") &&
+			 strstr(m.notes[i], "highwater container NAME");
+	if (!noted || status)
+		for (int i = 0; i < m.nnotes; i++)
+			tap_diag("status %#x, note: %s", status, m.notes[i]);
+	tap_ok(!status && m.moved_out >= 1 && noted && hw_caps_not_derived(&m) &&
+	       !hw_limit_advice(&m, hw_limit_index("nofile"), 25).emit,
+	       "highwater run -- podman run: %llu processes moved out, said so, no rlimit or bounding set",
+	       (unsigned long long)m.moved_out);
+	unlink("/tmp/hw-run-podman.json");
+}
+
 int main(void)
 {
 	int status, found = 0;
 	struct hw_marks m;
 	time_t t0;
 
-	tap_plan(9);
+	tap_plan(10);
 	if (access("/usr/bin/podman", X_OK) || access("/bin/busybox", X_OK) ||
 	    !cgroup_device_bpf()) {
-		for (int i = 0; i < 9; i++)
+		for (int i = 0; i < 10; i++)
 			tap_ok(1, "# SKIP %s", access("/usr/bin/podman", X_OK) ||
 			       access("/bin/busybox", X_OK) ? "podman or busybox-static is not installed" :
 			       "no cgroup BPF in this kernel: crun cannot allow a container's devices");
@@ -144,6 +178,7 @@ int main(void)
 	       "a stopped container: exit 66, it is not running and its cgroup went with it (%.200s)",
 	       err);
 	sh("podman rm -f " NAME);
+	run_podman();
 	tap_ok(!sh("podman rmi -f " IMAGE), "the container and its image are removed");
 	return tap_exit();
 }

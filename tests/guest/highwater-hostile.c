@@ -134,6 +134,10 @@ static void leaves_cgroup(void)
 	       note_has(&m, "cgroup marks: 1 process left the workload's cgroup (pid ") &&
 	       note_has(&m, "(sleep) moved to /highwater-test-escape)"),
 	       "a process that moves out of the cgroup is named in the report");
+	tap_ok(m.moved_out == 1 && hw_caps_not_derived(&m) &&
+	       !hw_limit_advice(&m, RLIMIT_NOFILE, 25).emit,
+	       "it took the rlimits and bounding set along: processes.moved_out %llu, neither is set",
+	       (unsigned long long)m.moved_out);
 	remove_cgroup(other);
 }
 
@@ -269,7 +273,7 @@ static void highwater_killed(void)
 
 int main(void)
 {
-	tap_plan(12);
+	tap_plan(13);
 	fork_bomb();
 	oom_kill();
 	leaves_cgroup();

@@ -548,7 +548,7 @@ static void moved_out(const struct hw_marks *demo)
 	size_t size;
 	FILE *out;
 
-	m.have_cgroup_marks = true;
+	m.have_cgroup_marks = m.have_moved_out = true;
 	m.moved_out = 3;
 	strcpy(m.cgroup, "/system.slice/ssh.service");
 	t = render(&m, HW_SYSTEMD, 25);
