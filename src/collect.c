@@ -331,6 +331,7 @@ static void read_page_cache(const char *stat, struct hw_marks *m)
 	    hw_parse_memory_stat(stat, "shmem", &shmem))
 		return;
 	m->memory_file = file > shmem ? file - shmem : 0;
+	m->memory_shmem = shmem;
 	m->have_memory_file = true;
 }
 

@@ -124,6 +124,7 @@ struct hw_marks {
 	uint64_t pids_max;	/* HW_UNLIMITED for max */
 	uint64_t memory_peak, memory_max;
 	uint64_t memory_file;	/* page cache at the end: memory.stat file less shmem */
+	uint64_t memory_shmem;	/* shared memory at the end: memory.stat shmem */
 	/*
 	 * The cgroup's own limits, run into: forks refused at pids.max
 	 * (pids.events "max"), reclaim forced at memory.max and OOM kills

@@ -232,6 +232,7 @@ static const struct number tasks_numbers[] = {
 static const struct number memory_numbers[] = {
 	{ "peak", MARK(memory_peak), MARK(have_memory_peak) },
 	{ "file", MARK(memory_file), MARK(have_memory_file) },
+	{ "shmem", MARK(memory_shmem), 0 },
 	{ "max", MARK(memory_max), 0 },
 	{ "max_events", MARK(memory_max_events), 0 },
 	{ "oom_kills", MARK(memory_oom_kills), 0 },

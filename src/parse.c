@@ -525,6 +525,7 @@ void hw_merge_marks(struct hw_marks *into, const struct hw_marks *from)
 	}
 	if (from->have_memory_file) {
 		into->memory_file = max_u64(into->memory_file, from->memory_file);
+		into->memory_shmem = max_u64(into->memory_shmem, from->memory_shmem);
 		into->have_memory_file = true;
 	}
 	/* Any run that hit a limit keeps the merged limit from being derived. */

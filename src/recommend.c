@@ -230,12 +230,24 @@ const char *hw_tasks_not_derived(const struct hw_marks *m)
 	       "forks were refused at the task limit, the need is higher (see the notes)" : NULL;
 }
 
+/*
+ * Shared memory (tmpfs, System V and POSIX shm, shared anonymous mappings)
+ * is filled by the data a service touches, up to a size of its own
+ * configuration: PostgreSQL's shared buffers grow as its tables do.  A
+ * MemoryMax= from one run's peak OOM-killed postgresql@15-main a few runs
+ * later, its pgbench tables longer.  When shared memory is more than a
+ * quarter of the peak, no memory limit is derived.
+ */
+#define HW_SHMEM_SHARE 4
+
 const char *hw_memory_not_derived(const struct hw_marks *m)
 {
 	if (m->memory_oom_kills)
 		return "the OOM killer killed processes at the memory limit, the need is higher (see the notes)";
 	if (m->memory_max_events)
 		return "the memory limit was reached and forced reclaim, the need may be higher (see the notes)";
+	if (m->have_memory_file && m->memory_shmem > m->memory_peak / HW_SHMEM_SHARE)
+		return "more than a quarter of it is shared memory (memory.stat shmem: tmpfs, shm, shared mappings such as PostgreSQL's shared buffers), which grows with the data touched up to the service's own configured size, not with this run's load";
 	return NULL;
 }
 

@@ -192,7 +192,8 @@ static void report_text(FILE *out, const struct hw_marks *m, int margin)
 		hw_format_bytes(ma.max, rec, sizeof(rec));
 		row(out, "Memory (memory.peak)", peak, limit,
 			hw_memory_not_derived(m) ? "-" : rec,
-			hw_memory_not_derived(m) ? "HIT the limit" :
+			m->memory_oom_kills || m->memory_max_events ? "HIT the limit" :
+			hw_memory_not_derived(m) ? "shared memory" :
 			m->memory_max != HW_UNLIMITED && m->memory_peak >= m->memory_max ?
 			"AT the limit" : "");
 		if (m->have_memory_file) {
@@ -343,6 +344,7 @@ static void report_json(FILE *out, const struct hw_marks *m,
 	fprintf(out, "  \"memory\": {");
 	json_u64(out, "peak", m->have_memory_peak, m->memory_peak, ", ");
 	json_u64(out, "file", m->have_memory_file, m->memory_file, ", ");
+	json_u64(out, "shmem", m->have_memory_file, m->memory_shmem, ", ");
 	json_u64(out, "max", m->have_memory_peak, m->memory_max, ", ");
 	json_u64(out, "max_events", m->have_memory_peak, m->memory_max_events, ", ");
 	json_u64(out, "oom_kills", m->have_memory_peak, m->memory_oom_kills, ", ");

@@ -579,11 +579,39 @@ static void moved_out(const struct hw_marks *demo)
 	free(buf);
 }
 
+/*
+ * Shared memory more than a quarter of memory.peak (PostgreSQL's shared
+ * buffers): no memory limit in any format, and why; JSON keeps the figure.
+ */
+static void shared_memory(const struct hw_marks *demo)
+{
+	struct hw_marks m = *demo, back;
+	char err[200], *t;
+
+	m.memory_shmem = m.memory_peak / 2;
+	t = render(&m, HW_SYSTEMD, 25);
+	tap_ok(lacks(t, "\nMemoryMax=") && lacks(t, "\nMemoryHigh=") &&
+	       strstr(t, "# MemoryMax=41M  (not set: more than a quarter of it is shared memory"),
+	       "shared memory: systemd sets no MemoryMax= and says why");
+	t = render(&m, HW_DOCKER, 25);
+	tap_ok(lacks(t, "--memory=") && strstr(t, "not set: more than a quarter of it is shared memory"),
+	       "shared memory: docker sets no --memory");
+	t = render(&m, HW_TEXT, 25);
+	tap_ok(strstr(t, "shared memory") && !strstr(t, "HIT the limit"),
+	       "shared memory: the text report says so, not that a limit was hit");
+	t = render(&m, HW_JSON, 25);
+	tap_ok(hw_json_read(t, &back, err, sizeof(err)) == 0 && back.memory_shmem == m.memory_shmem,
+	       "shared memory: JSON keeps it (%s)", err);
+	m.memory_shmem = m.memory_peak / 8;
+	t = render(&m, HW_SYSTEMD, 25);
+	tap_ok(has_line(t, "MemoryMax=41M"), "shared memory an eighth of the peak: MemoryMax= is set");
+}
+
 int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(58);
+	tap_plan(63);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
@@ -600,5 +628,6 @@ int main(void)
 	limits_run_into(&m);
 	prometheus_export(&m);
 	moved_out(&m);
+	shared_memory(&m);
 	return tap_exit();
 }
