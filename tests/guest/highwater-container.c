@@ -164,6 +164,74 @@ static void closed_loop(const struct hw_marks *m)
 }
 
 /*
+ * The workload in a bundle of crun's own: `crun spec`'s config.json with
+ * the fragment at @fragment merged in by jq (objects merged, the
+ * fragment's arrays and values in place of the template's), the busybox
+ * root file system writable, then the fragment changed by the jq program
+ * @change ("." for none).  Its status: 0 when the workload ran to the end.
+ */
+static int crun_with(const char *fragment, const char *change)
+{
+	char cmd[4096];
+
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; b=/tmp/hw-bundle; rm -rf $b; mkdir -p $b; cp -a /tmp/hw-rootfs $b/rootfs; "
+		 "cd $b; crun spec; jq '%s' %s > frag.json; "
+		 "jq -s '.[0] * .[1] | .process.terminal = false | .root.readonly = false | "
+		 ".process.args = [\"sh\", \"-c\", \"touch /tmp/f && chown 1234 /tmp/f && "
+		 "exec 100</dev/null && echo done\"]' config.json frag.json > merged.json; "
+		 "mv merged.json config.json; crun delete -f hw-crun-loop 2>/dev/null || :; "
+		 "crun run --bundle $b hw-crun-loop | grep -qx done",
+		 change, fragment);
+	return spawn_capture((char *[]){ "sh", "-c", cmd, NULL }, out, sizeof(out), err,
+			     sizeof(err));
+}
+
+/*
+ * The closed loop with crun and --format oci: the workload passes with the
+ * fragment, and fails with the open files rlimit, the pids limit and each
+ * capability just below what they came from.
+ */
+static void closed_loop_oci(const struct hw_marks *m)
+{
+	const char *frag = "/tmp/hw-oci.json";
+	char change[256];
+	FILE *f;
+	int status;
+
+	if (highwater("oci", NAME) || !(f = fopen(frag, "w"))) {
+		tap_ok(0, "highwater container -f oci %s (%.200s)", NAME, err);
+		return;
+	}
+	fputs(out, f);
+	fclose(f);
+	status = crun_with(frag, ".");
+	tap_ok(!status, "crun run with the OCI fragment merged into crun spec's: the workload passes (%.300s)",
+	       err);
+	snprintf(change, sizeof(change),
+		 ".process.rlimits |= map(if .type == \"RLIMIT_NOFILE\" then .soft = %llu | .hard = %llu else . end)",
+		 (unsigned long long)m->lim[hw_limit_index("nofile")].peak - 1,
+		 (unsigned long long)m->lim[hw_limit_index("nofile")].peak - 1);
+	tap_ok(crun_with(frag, change) != 0, "crun run with RLIMIT_NOFILE at the peak less one: fails");
+	snprintf(change, sizeof(change), ".linux.resources.pids.limit = %llu",
+		 (unsigned long long)m->pids_peak - 1);
+	tap_ok(m->pids_peak > 1 && crun_with(frag, change) != 0,
+	       "crun run with pids.limit %llu, the peak less one: fails",
+	       (unsigned long long)m->pids_peak - 1);
+	for (int c = 0; c <= HW_CAP_LAST; c++) {
+		if (!(m->cap_used & (1ULL << c)))
+			continue;
+		snprintf(change, sizeof(change),
+			 ".process.capabilities |= map_values(map(select(. != \"%s\")))",
+			 hw_cap_name(c));
+		tap_ok(crun_with(frag, change) != 0, "crun run without %s in any set: fails",
+		       hw_cap_name(c));
+	}
+	unlink(frag);
+	sh("rm -rf /tmp/hw-bundle");
+}
+
+/*
  * highwater run -- podman run: the container's processes live in the
  * container's cgroup, and conmon moves to one of its own.  The report says
  * that processes left, where the first went and how to report on it, and
@@ -249,6 +317,7 @@ int main(void)
 	       strstr(out, "--ulimit nofile="),
 	       "--format docker: --cap-drop=ALL --cap-add=CHOWN and an open files --ulimit");
 	closed_loop(&m);
+	closed_loop_oci(&m);
 
 	status = highwater("text", "hw-test-no-such-container");
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == HW_EX_NOINPUT &&
