@@ -352,7 +352,7 @@ static const char *const engines[] = { "podman", "docker" };
 static int cmd_container(const char *arg, struct hw_marks *m)
 {
 	char out[256], cgroup[1024], *end;
-	const char *engine = NULL;
+	const char *engine = NULL, *broken = NULL;
 	int installed = 0, r;
 	long pid = -1;
 
@@ -364,6 +364,8 @@ static int cmd_container(const char *arg, struct hw_marks *m)
 
 		r = capture(argv, out, sizeof(out));
 		installed += r != 127;
+		if (r < 0 && !broken)	/* killed, or could not be started */
+			broken = engines[i];
 		if (r)
 			continue;
 		pid = strtol(out, &end, 10);
@@ -372,6 +374,11 @@ static int cmd_container(const char *arg, struct hw_marks *m)
 			return HW_EX_SOFTWARE;
 		}
 		engine = engines[i];
+	}
+	if (!engine && broken) {
+		hw_warn("%s inspect %s did not finish (killed by a signal, or it could not be started): run it by hand to see why",
+			broken, arg);
+		return HW_EX_SOFTWARE;
 	}
 	if (!engine) {
 		if (!installed)

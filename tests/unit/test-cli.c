@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 
 	dir = argc > 1 ? argv[1] : "tests/fixtures";
 	snprintf(hw, sizeof(hw), "%s/../../build/highwater", dir);
-	tap_plan(19);
+	tap_plan(20);
 
 	tap_ok(hw_cmd((char *[]){ "--help", NULL }) == 0 &&
 	       strstr(out, "usage: highwater run") && strstr(out, "--margin"),
@@ -124,6 +124,34 @@ int main(int argc, char **argv)
 	       strstr(out, "\"nofile\": {\"peak\": 203, \"soft\": 1024, \"hard\": 4096}") &&
 	       strstr(out, "\"devices\": [\"c 1:3 rw\", \"c 1:5 r\"]"),
 	       "merge of one report gives its marks back");
+
+	/*
+	 * A container engine that dies of a signal is not "no such container":
+	 * a podman that kills itself first on PATH.
+	 */
+	{
+		const char *fake = "/tmp/highwater-cli-engine";
+		char path[PATH_MAX + 64];
+		const char *old = getenv("PATH");
+		FILE *f;
+
+		mkdir(fake, 0755);
+		f = fopen("/tmp/highwater-cli-engine/podman", "w");
+		if (f) {
+			fputs("#!/bin/sh\nkill -9 $$\n", f);
+			fclose(f);
+		}
+		chmod("/tmp/highwater-cli-engine/podman", 0755);
+		snprintf(path, sizeof(path), "%s:%s", fake, old ? old : "/usr/bin:/bin");
+		setenv("PATH", path, 1);
+		tap_ok(hw_cmd((char *[]){ "container", "web", NULL }) == HW_EX_SOFTWARE &&
+		       one_line("podman inspect web did not finish (killed by a signal"),
+		       "container: an engine killed by a signal is said so, exit 70");
+		if (old)
+			setenv("PATH", old, 1);
+		unlink("/tmp/highwater-cli-engine/podman");
+		rmdir(fake);
+	}
 
 	/* This machine's own kernel, read-only: a mainline kernel on CI. */
 	{
