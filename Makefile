@@ -16,8 +16,9 @@
 #   make fuzz        the parsers under libFuzzer, ASan and UBSan (FUZZ_SECONDS=600 in all)
 #   make highwater   build the highwater command (build/highwater)
 #   make install     install it and its man page (PREFIX=/usr/local, DESTDIR)
+#   make deb         the highwater .deb (debian/), lintian-checked, in build/deb
 
-.PHONY: demo test check reliability bench fuzz kernel tree export checkpatch status clean highwater install
+.PHONY: demo test check reliability bench fuzz kernel tree export checkpatch status clean highwater install deb
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -60,6 +61,9 @@ check: build/highwater $(UNIT_TESTS)
 		{ fail=1; cat build/check/fuzz.log; }; \
 	grep '^ok' build/check/fuzz.log; \
 	exit $$fail
+
+deb:
+	contrib/build-deb
 
 install: build/highwater
 	install -D -m 0755 build/highwater $(DESTDIR)$(PREFIX)/bin/highwater

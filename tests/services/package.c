@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The highwater package (contrib/build-deb, debian/), installed in the
+ * systemd guest with dpkg as a user would: the command and its man page
+ * where Debian puts them, and the installed command reading a running
+ * unit.  Removed at the end: the service tests that follow see the system
+ * as shipped.
+ */
+#define _GNU_SOURCE
+#include <glob.h>
+
+#include "tap.h"
+#include "spawn.h"
+#include "hw.h"
+
+static char out[1 << 16], err[1 << 16];
+
+static int sh(const char *cmd)
+{
+	return spawn_capture((char *[]){ "sh", "-c", (char *)cmd, NULL }, out, sizeof(out), err,
+			     sizeof(err));
+}
+
+int main(void)
+{
+	char cmd[1024], msg[200];
+	struct hw_marks m;
+	glob_t g;
+
+	printf("TAP version 13\n");
+	if (access("/run/systemd/system", F_OK)) {
+		printf("1..1\nok 1 # SKIP not booted with systemd (vm/run --systemd)\n");
+		return 0;
+	}
+	/* build/deb/highwater_VERSION_ARCH.deb */
+	snprintf(cmd, sizeof(cmd), "%s/highwater_*_*.deb", built("deb"));
+	if (glob(cmd, 0, NULL, &g) || g.gl_pathc != 1) {
+		printf("1..1\nnot ok 1 one package in %s (contrib/build-deb makes it)\n", cmd);
+		return 1;
+	}
+	snprintf(cmd, sizeof(cmd), "dpkg -i %s", g.gl_pathv[0]);
+	tap_ok(!sh(cmd), "dpkg -i %s (%.300s)", g.gl_pathv[0], err);
+	tap_ok(!sh("/usr/bin/highwater --version") && !strncmp(out, "highwater ", 10) &&
+	       !strstr(out, "unknown"), "/usr/bin/highwater --version: %.60s", out);
+	tap_ok(!sh("man -w highwater") && strstr(out, "/usr/share/man/man1/highwater.1"),
+	       "man -w highwater: %.100s", out);
+	tap_ok(!sh("ls /usr/share/doc/highwater/examples/highwater-export.timer"),
+	       "the exporter's timer is among the examples");
+	hw_marks_init(&m);
+	tap_ok(!sh("highwater unit -f json ssh.service") && !hw_json_read(out, &m, msg, sizeof(msg)) &&
+	       m.have_cgroup_marks && m.have_pids_peak,
+	       "the installed highwater reads ssh.service's cgroup (%s%.200s)", msg, err);
+	tap_ok(!sh("dpkg -r highwater") && access("/usr/bin/highwater", F_OK),
+	       "dpkg -r highwater removes it");
+	globfree(&g);
+	printf("1..%d\n", tap_n);
+	return tap_exit();
+}
