@@ -329,6 +329,8 @@ void hw_report_compose(FILE *out, const struct hw_marks *m, int margin)
 		fprintf(out, "# cap_drop/cap_add: not set: %s\n", hw_caps_not_derived(m));
 	if (!m->have_devices)
 		fprintf(out, "# devices: devices accessed were not measured\n");
+	/* podman_compose.py 1.0.3 has no code for either key */
+	fprintf(out, "# podman-compose 1.0.3 (Debian 12) passes neither pids_limit nor device_cgroup_rules to podman: with it, use --format podman's flags.\n");
 	notes(out, m);
 
 	any = false;

@@ -192,8 +192,9 @@ static void compose_format(const struct hw_marks *m)
 	       has_line(t, "cap_add: [NET_BIND_SERVICE, SYS_NICE]") &&
 	       has_line(t, "device_cgroup_rules:") && has_line(t, "  - \"c 240:* m\"") &&
 	       lacks(t, "/dev/null") && lacks(t, "\nas:") &&
-	       strstr(t, "# ulimits: as: not set") != NULL,
-	       "compose: capabilities, a device rule, no default device, no as");
+	       strstr(t, "# ulimits: as: not set") != NULL &&
+	       strstr(t, "# podman-compose 1.0.3 (Debian 12) passes neither pids_limit nor device_cgroup_rules") != NULL,
+	       "compose: capabilities, a device rule, no default device, no as; what podman-compose drops");
 }
 
 /* dockerd refuses a memory limit under 6 MiB: docker and compose get 6 MiB. */
