@@ -132,6 +132,11 @@ static const struct {
 	  "(the mknod recorded) and bind-mounts the host's nodes when mknod is refused; "
 	  "an over-recording by the series, open",
 	  "systemctl show -p PrivateDevices --value %1$s | grep -qx yes" },
+	{ "ssh.service", "TasksMax=",
+	  "no fork was refused in this run (pids.events max 0): the peak is logins overlapping "
+	  "(each an sshd and its privilege-separated child until logind moves it), and this "
+	  "run's logins overlapped less",
+	  "grep -qx 'max 0' %2$s/pids.events" },
 	{ "ssh.service", "without DeviceAllow=/dev/tty",
 	  "/dev/tty is the opener's controlling terminal and no process of the unit has one: the open "
 	  "passed the device check (recorded) and then failed with ENXIO; refused by the policy it "
