@@ -28,8 +28,10 @@ int main(void)
 	glob_t g;
 
 	printf("TAP version 13\n");
-	if (access("/run/systemd/system", F_OK)) {
-		printf("1..1\nok 1 # SKIP not booted with systemd (vm/run --systemd)\n");
+	/* It installs a package: only in vm/run's guest, whose root is a tmpfs overlay */
+	if (access("/run/systemd/system", F_OK) ||
+	    sh("grep -q 'hw_job=' /proc/cmdline && findmnt -n -o FSTYPE / | grep -qx overlay")) {
+		printf("1..1\nok 1 # SKIP not in vm/run --systemd's guest\n");
 		return 0;
 	}
 	/* build/deb/highwater_VERSION_ARCH.deb */
@@ -38,6 +40,12 @@ int main(void)
 		printf("1..1\nnot ok 1 one package in %s (contrib/build-deb makes it)\n", cmd);
 		return 1;
 	}
+	/*
+	 * man-db's trigger rebuilds the whole man index at each dpkg run,
+	 * minutes under TCG; without its flag file it does nothing (man -w
+	 * reads the directories, not the index).  The guest's overlay only.
+	 */
+	unlink("/var/lib/man-db/auto-update");
 	snprintf(cmd, sizeof(cmd), "dpkg -i %s", g.gl_pathv[0]);
 	tap_ok(!sh(cmd), "dpkg -i %s (%.300s)", g.gl_pathv[0], err);
 	tap_ok(!sh("/usr/bin/highwater --version") && !strncmp(out, "highwater ", 10) &&
