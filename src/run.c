@@ -494,7 +494,7 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m)
 		hw_note(m, "cgroup marks: could not read %s", cg.leaf);
 	if (cg.leaf[0])
 		hw_collect_run_cgroup_marks(cg.leaf, m, unread);
-	if (m->moved_out > (uint64_t)moved_out && !moved_out)
+	if (m->moved_out && !moved_out)	/* none that run reaped: said only here */
 		hw_note(m, "cgroup marks: %" PRIu64 " process%s left the workload's cgroup or started outside it (crun's containers): not in these marks; read that cgroup while it lives (highwater container NAME)",
 			m->moved_out, m->moved_out > 1 ? "es" : "");
 	cgroup_cleanup(&cg);
