@@ -31,6 +31,8 @@ static char out[1 << 16], err[1 << 16];
 
 struct service {
 	const char *unit;
+	/* The unit file, for a unit no package ships (or NULL) */
+	const char *unit_file;
 	/* Shell, once after the first start: what the load needs (or NULL) */
 	const char *prepare;
 	/* Shell: the load; exits 0 when every request or login succeeded */
@@ -44,19 +46,42 @@ struct service {
 #define SSH "ssh -i /root/.ssh/hw -o BatchMode=yes -o StrictHostKeyChecking=no " \
 	    "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 
+/*
+ * No package's: a service that runs each job it is given in a bubblewrap
+ * sandbox with a user namespace of its own, as build and CI services run
+ * untrusted code.  In its namespace a job has every capability, whatever the
+ * service's bounding set: what it uses there (a mount, a host name) is not
+ * the service's, and the drop-in must hold with the bounding set the service
+ * itself needs.  A job is one line written to the FIFO; its output and status
+ * go to out.N and rc.N.  ("$$": systemd's escape for "$".)
+ */
+static const char sandbox_unit[] =
+	"[Unit]\n"
+	"Description=highwater test: jobs in a bubblewrap sandbox\n"
+	"[Service]\n"
+	"RuntimeDirectory=hw-sandbox\n"
+	"ExecStartPre=/usr/bin/mkfifo /run/hw-sandbox/jobs\n"
+	"ExecStart=/bin/sh -c 'n=0; while read -r job </run/hw-sandbox/jobs; do n=$$((n + 1)); "
+	"bwrap --unshare-user --unshare-uts --unshare-ipc --unshare-pid --uid 0 --gid 0 "
+	"--hostname sandbox --ro-bind / / --tmpfs /tmp --proc /proc --dev /dev --tmpfs /mnt "
+	"-- /bin/sh -c \"$$job\" >/run/hw-sandbox/out.$$n 2>&1; echo $$? >/run/hw-sandbox/rc.$$n; done'\n";
+
+/* Three jobs, one after the other: each mounts, writes and names its host */
+#define SANDBOX_JOB "mount -t tmpfs none /mnt && echo x >/mnt/x && hostname && id -u"
+
 static const struct service services[] = {
-	{ "nginx.service", NULL,
+	{ "nginx.service", NULL, NULL,
 	  "ab -n 300 -c 16 http://127.0.0.1/ >/tmp/ab.1 && grep -Eq '^Failed requests: +0$' /tmp/ab.1 && "
 	  "systemctl reload nginx.service && "
 	  "ab -n 300 -c 16 http://127.0.0.1/ >/tmp/ab.2 && grep -Eq '^Failed requests: +0$' /tmp/ab.2",
 	  "/var/log/nginx/error.log" },
-	{ "redis-server.service", NULL,
+	{ "redis-server.service", NULL, NULL,
 	  "redis-cli ping | grep -qx PONG && "
 	  "redis-benchmark -q -n 2000 -c 16 -t set,get,incr,lpush,lpop >/tmp/rb 2>&1 && "
 	  "! grep -qi error /tmp/rb && [ $(grep -c 'requests per second' /tmp/rb) = 5 ]",
 	  "/var/log/redis/redis-server.log" },
 	/* Debian 12's PostgreSQL is 15; the cluster its package made */
-	{ "postgresql@15-main.service",
+	{ "postgresql@15-main.service", NULL,
 	  "runuser -u postgres -- createdb hwbench && "
 	  "runuser -u postgres -- pgbench -q -i -s 2 hwbench >/tmp/pgi 2>&1",
 	  "runuser -u postgres -- pgbench -n -c 4 -j 2 -t 100 hwbench >/tmp/pgb 2>&1 && "
@@ -70,7 +95,7 @@ static const struct service services[] = {
 	 * bounding set) as shipped, which each login compares with what the
 	 * first login, before any drop-in, saw.
 	 */
-	{ "ssh.service",
+	{ "ssh.service", NULL,
 	  "mkdir -p /root/.ssh && rm -f /root/.ssh/hw /root/.ssh/hw.pub && "
 	  "ssh-keygen -q -t ed25519 -N '' -f /root/.ssh/hw && "
 	  "cat /root/.ssh/hw.pub >>/root/.ssh/authorized_keys && "
@@ -82,6 +107,16 @@ static const struct service services[] = {
 	  "  for i in 1 2 3 4; do [ $(cat /tmp/ssh.$i.rc) = 0 ] && cmp -s /tmp/ssh.$i /root/hw-session.shipped || "
 	  "    { echo \"login $i: status $(cat /tmp/ssh.$i.rc), as shipped:\"; cat /root/hw-session.shipped /tmp/ssh.$i; exit 1; } >&2; done; "
 	  "done && " SSH " -tt root@127.0.0.1 'tty >/dev/null && exit 7' </dev/null >/dev/null 2>&1; [ $? = 7 ]",
+	  NULL },
+	{ "hw-sandbox.service", sandbox_unit, NULL,
+	  "d=/run/hw-sandbox; for k in 1 2 3; do "
+	  "  n=$(( $(ls $d | grep -c '^rc') + 1 )); "
+	  "  echo '" SANDBOX_JOB "' >$d/jobs || exit 1; "
+	  "  timeout 60 sh -c \"until [ -s $d/rc.$n ]; do sleep 0.2; done\" || "
+	  "    { echo \"job $n: no status\" >&2; exit 1; }; "
+	  "  [ \"$(cat $d/rc.$n)\" = 0 ] && [ \"$(tr '\\n' ' ' <$d/out.$n)\" = 'sandbox 0 ' ] || "
+	  "    { echo \"job $n: status $(cat $d/rc.$n):\"; cat $d/out.$n; exit 1; } >&2; "
+	  "done",
 	  NULL },
 };
 
@@ -142,6 +177,15 @@ static const struct {
 	  "passed the device check (recorded) and then failed with ENXIO; refused by the policy it "
 	  "fails with EPERM, a failed open either way",
 	  "for p in $(cat %2$s/cgroup.procs); do [ \"$(ps -o tty= -p $p)\" = '?' ] || exit 1; done" },
+	{ "hw-sandbox.service", "CapabilityBoundingSet without CAP_DAC_OVERRIDE",
+	  "bwrap uses it while it sets the sandbox up (its --proc /proc), in the new user namespace "
+	  "with the full set the kernel gives it, before it keeps only its caller's: the kernel "
+	  "cannot tell that set-up from the sandbox's own uses, which need the caller's set "
+	  "(proc.rst); an over-recording, open",
+	  "e() { c=$(mktemp -d /sys/fs/cgroup/hw-evidence.XXXXXX); sh -c \"echo \\$\\$ >$c/cgroup.procs; "
+	  "exec bwrap --unshare-user --uid 0 --gid 0 --ro-bind / / $1 -- true\" >/dev/null 2>&1; "
+	  "u=$(cat $c/capabilities.used); rmdir $c; echo $u; }; "
+	  "[ $(( 0x$(e '--proc /proc') & 2 )) = 2 ] && [ $(( 0x$(e '') & 2 )) = 0 ]" },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -308,9 +352,15 @@ static void report_tightening(const struct service *s, const char *directive, co
 		ntightenings++;
 	}
 
-	tap_ok(where || why, "%s: %s %s%s%s%s", s->unit, directive,
+	/* What the load said first: a load that fails says why on stderr */
+	if (where && !strcmp(where, "load"))
+		for (char *c = load_err; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+	tap_ok(where || why, "%s: %s %s%s%s%.300s%s", s->unit, directive,
 	       where ? "fails at " : why ? "holds: " : "holds, and no finding explains it",
-	       where ? where : why ? why : "", where ? ": " : "", where ? last_words(s) : "");
+	       where ? where : why ? why : "", where ? ": " : "",
+	       where && !strcmp(where, "load") ? load_err : "", where ? last_words(s) : "");
 }
 
 /* Each directive of the drop-in, set just below what it was made from. */
@@ -425,6 +475,13 @@ static void one_service(const struct service *s, char table[][160], int *rows)
 
 	snprintf(dropin_dir, sizeof(dropin_dir), "/etc/systemd/system/%s.d", s->unit);
 	snprintf(dropin, sizeof(dropin), "%s/highwater.conf", dropin_dir);
+	if (s->unit_file) {
+		char path[300];
+
+		snprintf(path, sizeof(path), "/etc/systemd/system/%s", s->unit);
+		if (!tap_ok(!write_text(path, s->unit_file), "%s: unit file installed", s->unit))
+			return;
+	}
 
 	if (!tap_ok(!apply(s->unit, NULL), "%s: starts as shipped", s->unit)) {
 		sh("systemctl status --no-pager %s", s->unit);
