@@ -18,7 +18,7 @@
 #   make install     install it and its man page (PREFIX=/usr/local, DESTDIR)
 #   make deb         the highwater .deb (debian/), lintian-checked, in build/deb
 
-.PHONY: demo test check reliability bench fuzz kernel tree export checkpatch status clean highwater install deb
+.PHONY: demo test check reliability bench peer fuzz kernel tree export checkpatch status clean highwater install deb
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -80,6 +80,10 @@ reliability:
 
 bench:
 	bench/run
+
+# The kprobe peer beside the marks, on the services under systemd (bench kernel)
+peer:
+	tests/peer/run
 
 FUZZ_SECONDS ?= 600
 fuzz:

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,24 @@ static inline int spawn_capture(char *const argv[], char *out, size_t outsize,
 	if (waitpid(pid, &status, 0) != pid)
 		return -1;
 	return status;
+}
+
+/*
+ * sh -c with a command made as printf() makes it; output as spawn_capture()
+ * captures it.  The guest tests' sh() helpers are this with their buffers.
+ */
+static inline int spawn_sh(char *out, size_t outsize, char *err, size_t errsize,
+			   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static inline int spawn_sh(char *out, size_t outsize, char *err, size_t errsize,
+			   const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return spawn_capture((char *[]){ "sh", "-c", cmd, NULL }, out, outsize, err, errsize);
 }
 
 /* The integer after "KEY=" in text, or -1. */

@@ -28,10 +28,10 @@
 
 static char out[1 << 16], err[1 << 16];
 
+/* sh -c, output in out and err; a failure is shown */
 static int sh(const char *cmd)
 {
-	int status = spawn_capture((char *[]){ "sh", "-c", (char *)cmd, NULL },
-				   out, sizeof(out), err, sizeof(err));
+	int status = spawn_sh(out, sizeof(out), err, sizeof(err), "%s", cmd);
 
 	if (status)
 		tap_diag("%s: status %#x: %.300s", cmd, status, err);
@@ -83,14 +83,10 @@ static int highwater(const char *format, const char *name)
 /* The workload again, fresh, with @flags: its status (0: it ran to the end) */
 static int workload_with(const char *flags)
 {
-	char cmd[8192];
-
-	snprintf(cmd, sizeof(cmd),
-		 "podman run --rm --network none --security-opt seccomp=unconfined %s " IMAGE
-		 " sh -c 'touch /tmp/f && chown 1234 /tmp/f && exec 100</dev/null && echo done' "
-		 "| grep -qx done", flags);
-	return spawn_capture((char *[]){ "sh", "-c", cmd, NULL }, out, sizeof(out), err,
-			     sizeof(err));
+	return spawn_sh(out, sizeof(out), err, sizeof(err),
+			"podman run --rm --network none --security-opt seccomp=unconfined %s " IMAGE
+			" sh -c 'touch /tmp/f && chown 1234 /tmp/f && exec 100</dev/null && echo done' "
+			"| grep -qx done", flags);
 }
 
 /*
@@ -172,19 +168,15 @@ static void closed_loop(const struct hw_marks *m)
  */
 static int crun_with(const char *fragment, const char *change)
 {
-	char cmd[4096];
-
-	snprintf(cmd, sizeof(cmd),
-		 "set -e; b=/tmp/hw-bundle; rm -rf $b; mkdir -p $b; cp -a /tmp/hw-rootfs $b/rootfs; "
-		 "cd $b; crun spec; jq '%s' %s > frag.json; "
-		 "jq -s '.[0] * .[1] | .process.terminal = false | .root.readonly = false | "
-		 ".process.args = [\"sh\", \"-c\", \"touch /tmp/f && chown 1234 /tmp/f && "
-		 "exec 100</dev/null && echo done\"]' config.json frag.json > merged.json; "
-		 "mv merged.json config.json; crun delete -f hw-crun-loop 2>/dev/null || :; "
-		 "crun run --bundle $b hw-crun-loop | grep -qx done",
-		 change, fragment);
-	return spawn_capture((char *[]){ "sh", "-c", cmd, NULL }, out, sizeof(out), err,
-			     sizeof(err));
+	return spawn_sh(out, sizeof(out), err, sizeof(err),
+			"set -e; b=/tmp/hw-bundle; rm -rf $b; mkdir -p $b; cp -a /tmp/hw-rootfs $b/rootfs; "
+			"cd $b; crun spec; jq '%s' %s > frag.json; "
+			"jq -s '.[0] * .[1] | .process.terminal = false | .root.readonly = false | "
+			".process.args = [\"sh\", \"-c\", \"touch /tmp/f && chown 1234 /tmp/f && "
+			"exec 100</dev/null && echo done\"]' config.json frag.json > merged.json; "
+			"mv merged.json config.json; crun delete -f hw-crun-loop 2>/dev/null || :; "
+			"crun run --bundle $b hw-crun-loop | grep -qx done",
+			change, fragment);
 }
 
 /*

@@ -15,11 +15,8 @@
 
 static char out[1 << 16], err[1 << 16];
 
-static int sh(const char *cmd)
-{
-	return spawn_capture((char *[]){ "sh", "-c", (char *)cmd, NULL }, out, sizeof(out), err,
-			     sizeof(err));
-}
+/* sh -c of a printf-made command, output in out and err */
+#define sh(...) spawn_sh(out, sizeof(out), err, sizeof(err), __VA_ARGS__)
 
 int main(void)
 {
@@ -47,7 +44,7 @@ int main(void)
 	 */
 	unlink("/var/lib/man-db/auto-update");
 	snprintf(cmd, sizeof(cmd), "dpkg -i %s", g.gl_pathv[0]);
-	tap_ok(!sh(cmd), "dpkg -i %s (%.300s)", g.gl_pathv[0], err);
+	tap_ok(!sh("%s", cmd), "dpkg -i %s (%.300s)", g.gl_pathv[0], err);
 	tap_ok(!sh("/usr/bin/highwater --version") && !strncmp(out, "highwater ", 10) &&
 	       !strstr(out, "unknown"), "/usr/bin/highwater --version: %.60s", out);
 	tap_ok(!sh("man -w highwater") && strstr(out, "/usr/share/man/man1/highwater.1"),
