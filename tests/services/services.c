@@ -88,10 +88,11 @@ static const struct {
 	  "fails with EPERM, a failed open either way",
 	  "for p in $(cat %2$s/cgroup.procs); do [ \"$(ps -o tty= -p $p)\" = '?' ] || exit 1; done" },
 	{ "hw-sandbox.service", "CapabilityBoundingSet without CAP_DAC_OVERRIDE",
-	  "bwrap uses it while it sets the sandbox up (its --proc /proc), in the new user namespace "
-	  "with the full set the kernel gives it, before it keeps only its caller's: the kernel "
-	  "cannot tell that set-up from the sandbox's own uses, which need the caller's set "
-	  "(proc.rst); an over-recording, open",
+	  "bwrap's --proc set-up asks access(W_OK) of /proc/sys, sysrq-trigger, irq and bus "
+	  "(allowed by CAP_DAC_OVERRIDE) and, refused, takes them for read-only already "
+	  "(bubblewrap.c), in the new user namespace with the full set the kernel gives it, "
+	  "before it keeps only its caller's: a probe through access(), which the kernel cannot "
+	  "tell from a use; an over-recording, open",
 	  "e() { c=$(mktemp -d /sys/fs/cgroup/hw-evidence.XXXXXX); sh -c \"echo \\$\\$ >$c/cgroup.procs; "
 	  "exec bwrap --unshare-user --uid 0 --gid 0 --ro-bind / / $1 -- true\" >/dev/null 2>&1; "
 	  "u=$(cat $c/capabilities.used); rmdir $c; echo $u; }; "
@@ -231,18 +232,25 @@ static const char *last_words(const struct service *s)
 
 static uint64_t dropin_memory_peak;	/* memory.peak of the run with the drop-in */
 
-/* The tightenings, for the table printed at the end */
+/*
+ * The tightenings, for the table printed at the end: each directive's peak,
+ * what the drop-in recommended (with which the load passed: tightening
+ * starts only then), the value below the peak and what it did.
+ */
 static struct {
-	char unit[40], directive[80], outcome[24];
+	char unit[40], peak[24], recommended[64], directive[80], outcome[24];
 } tightenings[128];
 static int ntightenings;
 
-static void report_tightening(const struct service *s, const char *directive, const char *where)
+static void report_tightening(const struct service *s, const char *peak, const char *recommended,
+			      const char *directive, const char *where)
 {
 	const char *why = where ? NULL : finding(s->unit, directive);
 
 	if (ntightenings < 128) {
 		snprintf(tightenings[ntightenings].unit, 40, "%s", s->unit);
+		snprintf(tightenings[ntightenings].peak, 24, "%s", peak);
+		snprintf(tightenings[ntightenings].recommended, 64, "%s", recommended);
 		snprintf(tightenings[ntightenings].directive, 80, "%s", directive);
 		snprintf(tightenings[ntightenings].outcome, 24, "%s%s",
 			 where ? "fails at " : why ? "holds, explained" : "holds, UNEXPLAINED",
@@ -264,7 +272,7 @@ static void report_tightening(const struct service *s, const char *directive, co
 /* Each directive of the drop-in, set just below what it was made from. */
 static void tighten_all(const struct service *s, char *text, const struct hw_marks *m)
 {
-	char *lines[256], repl[4096];
+	char *lines[256], repl[4096], peak_s[24];
 	int n = 0;
 
 	for (char *l = strtok(text, "\n"); l && n < 256; l = strtok(NULL, "\n"))
@@ -288,12 +296,14 @@ static void tighten_all(const struct service *s, char *text, const struct hw_mar
 				continue;
 			}
 			snprintf(repl, sizeof(repl), "%s=%llu", key, (unsigned long long)peak - 1);
+			snprintf(peak_s, sizeof(peak_s), "%llu", (unsigned long long)peak);
 			where = tighten(s, lines, n, i, repl);
-			report_tightening(s, repl, where);
+			report_tightening(s, peak_s, lines[i], repl, where);
 		} else if (!strcmp(key, "TasksMax") && m->pids_peak > 1) {
 			snprintf(repl, sizeof(repl), "TasksMax=%llu",
 				 (unsigned long long)m->pids_peak - 1);
-			report_tightening(s, repl, tighten(s, lines, n, i, repl));
+			snprintf(peak_s, sizeof(peak_s), "%llu", (unsigned long long)m->pids_peak);
+			report_tightening(s, peak_s, lines[i], repl, tighten(s, lines, n, i, repl));
 		} else if (!strcmp(key, "MemoryMax") && m->memory_peak) {
 			/* The lower of the profile's peak and the drop-in run's */
 			uint64_t peak = m->memory_peak, v;
@@ -335,7 +345,8 @@ static void tighten_all(const struct service *s, char *text, const struct hw_mar
 				}
 				snprintf(repl, sizeof(repl), "CapabilityBoundingSet=%s", others);
 				snprintf(what, sizeof(what), "CapabilityBoundingSet without %s", cap);
-				report_tightening(s, what, tighten(s, lines, n, i, repl));
+				report_tightening(s, "used", "in the set", what,
+						  tighten(s, lines, n, i, repl));
 			}
 		} else if (!strcmp(key, "DeviceAllow")) {
 			char what[256];
@@ -350,7 +361,7 @@ static void tighten_all(const struct service *s, char *text, const struct hw_mar
 			}
 
 			snprintf(what, sizeof(what), "without %s", lines[i]);
-			report_tightening(s, what, tighten(s, lines, n, i, ""));
+			report_tightening(s, "accessed", lines[i], what, tighten(s, lines, n, i, ""));
 		}
 	}
 }
@@ -451,9 +462,12 @@ int main(int argc, char **argv)
 			one_service(&services[i], table, &rows);
 	}
 	tap_diag("each directive of the drop-in set just below its peak, one at a time:");
-	tap_diag("%-28s %-56s %s", "unit", "tightened to", "outcome");
+	tap_diag("(the load passed with every drop-in: tightening starts only then)");
+	tap_diag("%-27s %-9s %-28s %-48s %s", "unit", "peak", "recommended", "tightened to",
+		 "outcome");
 	for (int i = 0; i < ntightenings; i++)
-		tap_diag("%-28s %-56s %s", tightenings[i].unit, tightenings[i].directive,
+		tap_diag("%-27s %-9s %-28s %-48s %s", tightenings[i].unit, tightenings[i].peak,
+			 tightenings[i].recommended, tightenings[i].directive,
 			 tightenings[i].outcome);
 	tap_diag("systemd-analyze security, exposure (0 safest, 10 least safe):");
 	tap_diag("%-28s %-16s %s", "unit", "as shipped", "with the drop-in");
