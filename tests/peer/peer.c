@@ -12,11 +12,16 @@
  *  - checks made only by systemd's child before the service's execve()
  *    (its comm is "(NAME)"): the set-up the unit's bounding set does not
  *    limit (cgroup-v2.rst, capabilities.used);
+ *  - checks made with credentials the kernel borrowed (overlayfs working
+ *    on the layers below with its mounter's), told by the stack;
+ *  - checks the marks leave out by rule, told by a known stack (the owner
+ *    of a user namespace needs no capability in it);
  *  - a capability the kernel records without a cap_capable() call: the
  *    CAP_SETFCAP a user namespace's creator had, sampled when it made it.
  *
  * A difference with none of these reasons fails: either the marks or this
- * list is wrong.  Needs kprobes and BPF: run by tests/peer/run on the
+ * list is wrong.  The stacks are seven frames deep: a borrowed check whose
+ * overlayfs frame is deeper counts as the process's own, and fails.  Needs kprobes and BPF: run by tests/peer/run on the
  * bench kernel (make peer), which has them; the guest kernel does not.
  */
 #define _GNU_SOURCE

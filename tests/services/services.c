@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Debian's services under systemd (issue 19), in a guest booted by
- * vm/run --systemd.  For each service, as its package ships it:
+ * vm/run --systemd, and a sandboxing service of the test's own (units.h).
+ * For each service, as its package ships it:
  *
  *  1. restart the unit (a new cgroup, marks from zero) and drive its load;
  *  2. highwater unit NAME --format systemd, installed as the drop-in
