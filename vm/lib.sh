@@ -142,6 +142,29 @@ hw_need_daemons() {
 	) || exit 1
 }
 
+# hw_need_services: the services tests/services drives under the guest's
+# systemd (units.h), their load tools, and bwrap for the sandbox unit; for
+# make test (tests/run) and make peer (tests/peer/run).
+hw_need_services() {
+	hw_need_daemons nginx:nginx redis-server:redis-server redis-benchmark:redis-tools \
+		ab:apache2-utils /usr/lib/postgresql/15/bin/postgres:postgresql \
+		/usr/sbin/sshd:openssh-server ssh:openssh-client dbus-daemon:dbus \
+		/lib/x86_64-linux-gnu/security/pam_systemd.so:libpam-systemd
+	hw_need_pkgs bwrap:bubblewrap
+}
+
+# hw_cc_test OUT SRC: a guest test program, linked with the command's code
+# (src/*.c but main.c), as every guest test is built.
+hw_cc_test() {
+	local lib=() f
+	for f in "$HW_ROOT"/src/*.c; do
+		[ "$(basename "$f")" = main.c ] || lib+=("$f")
+	done
+	mkdir -p "$(dirname "$1")"
+	gcc -std=gnu11 -O2 -Wall -Wextra -Werror -pthread -I"$HW_ROOT/tests" -I"$HW_ROOT/src" \
+		-o "$1" "$2" "${lib[@]}" -ljson-c
+}
+
 # hw_apt_install PKG...: apt-get install, again after an apt-get update when
 # the package lists are stale; the output in build/apt.log.  0 or 1.
 hw_apt_install() {

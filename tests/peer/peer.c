@@ -138,15 +138,10 @@ static bool drive(const struct service *s, struct run *r)
 {
 	char dir[600], path[700], text[64];
 	struct stat st;
-	FILE *f;
 
 	r->s = s;
-	if (s->unit_file) {
-		snprintf(path, sizeof(path), "/etc/systemd/system/%s", s->unit);
-		f = fopen(path, "w");
-		if (!f || fputs(s->unit_file, f) < 0 || fclose(f) || sh("systemctl daemon-reload"))
-			return false;
-	}
+	if (s->unit_file && (unit_install(s) || sh("systemctl daemon-reload")))
+		return false;
 	if (sh("timeout 180 systemctl restart %s", s->unit))
 		return false;
 	if (s->prepare && sh("%s", s->prepare))

@@ -385,13 +385,8 @@ static void one_service(const struct service *s, char table[][160], int *rows)
 
 	snprintf(dropin_dir, sizeof(dropin_dir), "/etc/systemd/system/%s.d", s->unit);
 	snprintf(dropin, sizeof(dropin), "%s/highwater.conf", dropin_dir);
-	if (s->unit_file) {
-		char path[300];
-
-		snprintf(path, sizeof(path), "/etc/systemd/system/%s", s->unit);
-		if (!tap_ok(!write_text(path, s->unit_file), "%s: unit file installed", s->unit))
-			return;
-	}
+	if (s->unit_file && !tap_ok(!unit_install(s), "%s: unit file installed", s->unit))
+		return;
 
 	if (!tap_ok(!apply(s->unit, NULL), "%s: starts as shipped", s->unit)) {
 		sh("systemctl status --no-pager %s", s->unit);

@@ -7,6 +7,8 @@
 #ifndef HW_UNITS_H
 #define HW_UNITS_H
 
+#include <stdio.h>
+
 struct service {
 	const char *unit;
 	/* The unit file, for a unit no package ships (or NULL) */
@@ -100,5 +102,19 @@ static const struct service services[] = {
 	  "done",
 	  NULL },
 };
+
+/* A unit no package ships: its file in /etc/systemd/system.  0, or -1. */
+static inline int unit_install(const struct service *s)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/etc/systemd/system/%s", s->unit);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(s->unit_file, f);
+	return fclose(f) ? -1 : 0;
+}
 
 #endif /* HW_UNITS_H */
