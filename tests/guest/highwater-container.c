@@ -1,19 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * highwater container: a podman container (crun, Debian's packages) in the
- * guest, from an image imported from a busybox root file system, whose
- * processes spike their descriptors and use CAP_CHOWN, one of them exiting
- * before the report.  highwater container NAME finds its cgroup through
- * podman inspect and reports exactly those marks, in its formats; a
- * container that does not exist, or no longer runs, gets an error that says
- * so.
+ * highwater container: podman containers (crun, Debian's packages) in the
+ * guest, from images imported from root file systems made of the host's
+ * files.
+ *
+ * A busybox container whose processes spike their descriptors and use
+ * CAP_CHOWN, one of them exiting before the report: highwater container
+ * NAME finds its cgroup through podman inspect and reports exactly those
+ * marks; a container that does not exist, or no longer runs, gets an error
+ * that says so; highwater run -- podman run says the container's processes
+ * left its cgroup.
+ *
+ * The closed loops, on the project's demo workload and on the host's nginx
+ * under ab with a reload: each is profiled in a container of podman's
+ * defaults, then run again in a new container under what --format docker
+ * gives (podman) and what --format oci gives merged into crun spec's
+ * config.json (crun), and passes; with each setting just below its peak
+ * (an rlimit, the pids limit, a capability taken out, a device taken out
+ * of the OCI list) it fails where it needs that setting, which the
+ * workload's own message shows.  --format compose is read back by a real
+ * compose parser (docker-compose config).
  *
  * Without systemd in the guest, podman runs with cgroupfs and a file for
  * its events (a containers.conf in CONTAINERS_CONF, which highwater's own
- * podman inspect reads too), and the guest kernel has no seccomp: the
- * container runs with --security-opt seccomp=unconfined.
+ * podman inspect reads too); the containers run with podman's default
+ * seccomp profile, as users' do.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
+#include <stddef.h>
 #include <linux/bpf.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -38,14 +53,28 @@ static int sh(const char *cmd)
 	return status;
 }
 
-/* An image of busybox alone, imported from a tar of its root file system. */
-static int make_image(void)
+/*
+ * A root file system in @dir with busybox's sh and sleep, each program in
+ * @progs ("FROM:TO" pairs, blank-separated) with the libraries ldd names
+ * for it, and what the shell text @setup adds (in $r); imported into
+ * podman as @image.
+ */
+static int make_image(const char *dir, const char *progs, const char *setup, const char *image)
 {
-	return sh("set -e; r=/tmp/hw-rootfs; rm -rf $r; mkdir -p $r/bin $r/etc $r/tmp "
-		  "$r/dev $r/proc $r/sys $r/run; cp /bin/busybox $r/bin/; "
-		  "for c in sh sleep touch chown; do ln -s busybox $r/bin/$c; done; "
-		  ": > $r/etc/passwd; : > $r/etc/group; "
-		  "tar -C $r -cf /tmp/hw-rootfs.tar .; podman import -q /tmp/hw-rootfs.tar " IMAGE);
+	int status = spawn_sh(out, sizeof(out), err, sizeof(err),
+			      "set -e; r=%s; rm -rf $r; mkdir -p $r/bin $r/etc $r/tmp $r/dev $r/proc $r/sys $r/run; "
+			      "cp /bin/busybox $r/bin/; "
+			      "for c in sh sleep touch chown; do ln -s busybox $r/bin/$c; done; "
+			      ": > $r/etc/passwd; : > $r/etc/group; "
+			      "for p in %s; do from=${p%%%%:*} to=${p#*:}; mkdir -p $r${to%%/*}; cp $from $r$to; "
+			      "  for l in $(ldd $from | grep -o '/[^ ]*'); do "
+			      "    mkdir -p $r${l%%/*}; cp -L $l $r$l; done; done\n%s\n"
+			      "tar -C $r -cf $r.tar .; podman import -q $r.tar %s; rm $r.tar",
+			      dir, progs, setup, image);
+
+	if (status)
+		tap_diag("the image %s: status %#x: %.300s", image, status, err);
+	return status;
 }
 
 /*
@@ -80,34 +109,110 @@ static int highwater(const char *format, const char *name)
 			     out, sizeof(out), err, sizeof(err));
 }
 
-/* The workload again, fresh, with @flags: its status (0: it ran to the end) */
-static int workload_with(const char *flags)
+/*
+ * A workload for the closed loops: the container it was profiled in, its
+ * image and root file system, its command (sh -c text), and where it must
+ * fail when a setting is just below its peak: what it says then (the
+ * setting: a limit's key, "pids", a capability without CAP_).  Without
+ * @load, the command prints "done" when the workload ran to the end; with
+ * it, the command is a server in the host's network, and @load is shell
+ * text run beside it that exits 0 when the server served it ($reload
+ * reloads the server).
+ */
+struct workload {
+	const char *name;
+	const char *image, *rootfs;
+	const char *cmd, *load;
+	struct step {
+		const char *setting, *says;
+	} steps[16];
+	/* what highwater container printed for it: --format docker, oci, compose */
+	char docker[16384], oci[16384], compose[16384];
+};
+
+/* The formats of the profiled container, kept for the loops after it goes */
+static int formats_of(struct workload *w)
 {
-	return spawn_sh(out, sizeof(out), err, sizeof(err),
-			"podman run --rm --network none --security-opt seccomp=unconfined %s " IMAGE
-			" sh -c 'touch /tmp/f && chown 1234 /tmp/f && exec 100</dev/null && echo done' "
-			"| grep -qx done", flags);
+	static const struct {
+		const char *format;
+		size_t offset;
+	} formats[] = {
+		{ "docker", offsetof(struct workload, docker) },
+		{ "oci", offsetof(struct workload, oci) },
+		{ "compose", offsetof(struct workload, compose) },
+	};
+
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		int status = highwater(formats[i].format, w->name);
+
+		tap_ok(!status && strlen(out) < sizeof(w->docker),
+		       "highwater container -f %s %s (%.200s)", formats[i].format, w->name, err);
+		if (status || strlen(out) >= sizeof(w->docker))
+			return -1;
+		snprintf((char *)w + formats[i].offset, sizeof(w->docker), "%s", out);
+	}
+	return 0;
+}
+
+/* It failed where it should: what it says for @setting is in err */
+static bool failed_at(const struct workload *w, const char *setting)
+{
+	for (const struct step *s = w->steps; s->setting; s++)
+		if (!strcmp(s->setting, setting))
+			return strstr(err, s->says) != NULL;
+	tap_diag("%s: no step for %s", w->name, setting);
+	return false;
+}
+
+/* The last @n bytes of @s: where a failing run says why */
+static const char *tail(const char *s, size_t n)
+{
+	size_t len = strlen(s);
+
+	return len > n ? s + len - n : s;
+}
+
+/* A server's run starts with nothing answering on its port (it would pass for it) */
+#define PORT_FREE \
+	"! ab -q -n 1 -s 2 http://127.0.0.1/ >/dev/null 2>&1 || { echo port 80 is taken; exit 2; }; "
+
+/* The workload again, fresh, in podman with @flags: 0 when it ran to the end */
+static int workload_with(const struct workload *w, const char *flags)
+{
+	int status;
+
+	if (!w->load)
+		status = spawn_sh(out, sizeof(out), err, sizeof(err),
+				  "podman run --rm --network none %s %s "
+				  "sh -c '%s' | grep -qx done", flags, w->image, w->cmd);
+	else
+		status = spawn_sh(out, sizeof(out), err, sizeof(err),
+				  "podman rm -f -t 0 hw-loop >/dev/null 2>&1; " PORT_FREE
+				  "podman run -d --name hw-loop --network host "
+				  "%s %s sh -c '%s' >/dev/null || exit; reload='podman kill -s HUP hw-loop' logs='podman logs hw-loop'; "
+				  "( %s ) >&2; s=$?; podman logs hw-loop >&2; "
+				  "podman rm -f -t 0 hw-loop >/dev/null; exit $s",
+				  flags, w->image, w->cmd, w->load);
+	if (status)
+		tap_diag("with %s: status %#x: %s", flags, status, tail(err, 600));
+	return status;
 }
 
 /*
- * The closed loop with podman: the container's workload, run again in a new
- * container with the flags --format docker gave, passes; with each flag set
- * just below the peak it came from (a --ulimit to its peak less one,
+ * The closed loop with podman: the workload, run again in a new container
+ * with the flags --format docker gave, passes; with each flag set just
+ * below the peak it came from (a --ulimit to its peak less one,
  * --pids-limit likewise, a --cap-add taken out), it fails.  --memory is
  * left as it is: a container's memory varies from run to run by more.
  */
-static void closed_loop(const struct hw_marks *m)
+static void closed_loop(const struct workload *w, const struct hw_marks *m)
 {
 	static char text[sizeof(out)];
 	char flags[8192] = "", *flag[64], repl[512];
 	int n = 0;
 	size_t len = 0;
 
-	if (highwater("docker", NAME)) {
-		tap_ok(0, "highwater container -f docker %s (%.200s)", NAME, err);
-		return;
-	}
-	snprintf(text, sizeof(text), "%s", out);
+	snprintf(text, sizeof(text), "%s", w->docker);
 	for (char *l = strtok(text, "\n"); l && n < 64; l = strtok(NULL, "\n")) {
 		if (*l == '#')
 			continue;
@@ -115,100 +220,129 @@ static void closed_loop(const struct hw_marks *m)
 		flag[n++] = l;
 		len += snprintf(flags + len, sizeof(flags) - len, "%s ", l);
 	}
-	tap_ok(n > 0 && !workload_with(flags), "podman run with the flags: the workload passes (%s)",
-	       flags);
+	tap_ok(n > 0 && !workload_with(w, flags), "%s: podman run with the flags: the workload passes (%s)",
+	       w->name, flags);
 	for (int i = 0; i < n; i++) {
-		char others[8192] = "", key[32];
+		char others[8192] = "", key[32], setting[32];
 		unsigned long long v;
 		size_t ol = 0;
 		int li;
 
 		if (sscanf(flag[i], "--ulimit %31[a-z]=%llu", key, &v) == 2 &&
-		    (li = hw_limit_index(key)) >= 0 && m->lim[li].peak)
+		    (li = hw_limit_index(key)) >= 0 && m->lim[li].peak) {
 			snprintf(repl, sizeof(repl), "--ulimit %s=%llu:%llu", key,
 				 (unsigned long long)m->lim[li].peak - 1,
 				 (unsigned long long)m->lim[li].peak - 1);
-		else if (!strncmp(flag[i], "--pids-limit=", 13) && m->pids_peak > 1)
+			snprintf(setting, sizeof(setting), "%s", key);
+		} else if (!strncmp(flag[i], "--pids-limit=", 13) && m->pids_peak > 1) {
 			snprintf(repl, sizeof(repl), "--pids-limit=%llu",
 				 (unsigned long long)m->pids_peak - 1);
-		else if (!strncmp(flag[i], "--cap-drop=ALL", 14))
+			snprintf(setting, sizeof(setting), "pids");
+		} else if (!strncmp(flag[i], "--cap-drop=ALL", 14))
 			repl[0] = '\0';	/* below: each --cap-add taken out in turn */
 		else
 			continue;
 		if (!repl[0]) {
 			for (const char *c = strstr(flag[i], "--cap-add="); c;
 			     c = strstr(c + 1, "--cap-add=")) {
-				size_t w = strcspn(c, " ");
+				size_t cw = strcspn(c, " ");
 
 				/* the flag without this --cap-add */
 				snprintf(repl, sizeof(repl), "%.*s%s", (int)(c - flag[i]), flag[i],
-					 c + w + (c[w] == ' '));
+					 c + cw + (c[cw] == ' '));
 				ol = 0;
 				for (int j = 0; j < n; j++)
 					ol += snprintf(others + ol, sizeof(others) - ol, "%s ",
 						       j == i ? repl : flag[j]);
-				tap_ok(workload_with(others) != 0,
-				       "podman run without %.*s: the workload fails", (int)w, c);
+				snprintf(setting, sizeof(setting), "%.*s", (int)(cw - 10), c + 10);
+				tap_ok(workload_with(w, others) != 0 && failed_at(w, setting),
+				       "%s: podman run without %.*s: the workload fails where it needs it",
+				       w->name, (int)cw, c);
 			}
 			continue;
 		}
 		for (int j = 0; j < n; j++)
 			ol += snprintf(others + ol, sizeof(others) - ol, "%s ", j == i ? repl : flag[j]);
-		tap_ok(workload_with(others) != 0, "podman run with %s instead of %s: the workload fails",
-		       repl, flag[i]);
+		tap_ok(workload_with(w, others) != 0 && failed_at(w, setting),
+		       "%s: podman run with %s instead of %s: the workload fails where it needs it",
+		       w->name, repl, flag[i]);
 	}
 }
 
 /*
  * The workload in a bundle of crun's own: `crun spec`'s config.json with
  * the fragment at @fragment merged in by jq (objects merged, the
- * fragment's arrays and values in place of the template's), the busybox
- * root file system writable, then the fragment changed by the jq program
- * @change ("." for none).  Its status: 0 when the workload ran to the end.
+ * fragment's arrays and values in place of the template's), the root file
+ * system writable, then the fragment changed by the jq program @change
+ * ("." for none).  Its status: 0 when the workload ran to the end.
  */
-static int crun_with(const char *fragment, const char *change)
+static int crun_with(const struct workload *w, const char *fragment, const char *change)
 {
-	return spawn_sh(out, sizeof(out), err, sizeof(err),
-			"set -e; b=/tmp/hw-bundle; rm -rf $b; mkdir -p $b; cp -a /tmp/hw-rootfs $b/rootfs; "
-			"cd $b; crun spec; jq '%s' %s > frag.json; "
-			"jq -s '.[0] * .[1] | .process.terminal = false | .root.readonly = false | "
-			".process.args = [\"sh\", \"-c\", \"touch /tmp/f && chown 1234 /tmp/f && "
-			"exec 100</dev/null && echo done\"]' config.json frag.json > merged.json; "
-			"mv merged.json config.json; crun delete -f hw-crun-loop 2>/dev/null || :; "
-			"crun run --bundle $b hw-crun-loop | grep -qx done",
-			change, fragment);
+	int status;
+
+	status = spawn_sh(out, sizeof(out), err, sizeof(err),
+			  "set -e; b=/tmp/hw-bundle; rm -rf $b; mkdir -p $b; cp -a %s $b/rootfs; "
+			  "cd $b; crun spec; jq '%s' %s > frag.json; "
+			  "jq -s --arg cmd '%s' --argjson server %s '.[0] * .[1] | .process.terminal = false | "
+			  ".root.readonly = false | .process.args = [\"sh\", \"-c\", $cmd] | "
+			  "if $server then .linux.namespaces |= map(select(.type != \"network\")) else . end' "
+			  "config.json frag.json > merged.json; "
+			  "mv merged.json config.json; crun delete -f hw-crun-loop 2>/dev/null || :; "
+			  "if [ %d = 0 ]; then crun run --bundle $b hw-crun-loop | grep -qx done; exit; fi; "
+			  PORT_FREE "set +e; crun run --detach --bundle $b hw-crun-loop </dev/null >$b/log 2>&1 || "
+			  "{ cat $b/log >&2; exit 1; }; reload='crun kill hw-crun-loop HUP' logs=\"cat $b/log\"; ( %s ) >&2; s=$?; "
+			  "crun kill hw-crun-loop KILL; sleep 1; crun delete -f hw-crun-loop; cat $b/log >&2; exit $s",
+			  w->rootfs, change, fragment, w->cmd, w->load ? "true" : "false",
+			  w->load != NULL, w->load ? w->load : ":");
+	if (status && strcmp(change, "."))
+		tap_diag("with %s: status %#x: %s", change, status, tail(err, 600));
+	return status;
 }
 
 /*
  * The closed loop with crun and --format oci: the workload passes with the
- * fragment, and fails with the open files rlimit, the pids limit and each
- * capability just below what they came from.
+ * fragment, and fails with each rlimit, the pids limit and each capability
+ * just below what they came from, and without each device it accessed.
  */
-static void closed_loop_oci(const struct hw_marks *m)
+static void closed_loop_oci(const struct workload *w, const struct hw_marks *m)
 {
 	const char *frag = "/tmp/hw-oci.json";
-	char change[256];
+	char change[512];
 	FILE *f;
 	int status;
 
-	if (highwater("oci", NAME) || !(f = fopen(frag, "w"))) {
-		tap_ok(0, "highwater container -f oci %s (%.200s)", NAME, err);
+	f = fopen(frag, "w");
+	if (!f || fputs(w->oci, f) < 0 || fclose(f)) {
+		tap_ok(0, "writing %s: %s", frag, strerror(errno));
 		return;
 	}
-	fputs(out, f);
-	fclose(f);
-	status = crun_with(frag, ".");
-	tap_ok(!status, "crun run with the OCI fragment merged into crun spec's: the workload passes (%.300s)",
-	       err);
-	snprintf(change, sizeof(change),
-		 ".process.rlimits |= map(if .type == \"RLIMIT_NOFILE\" then .soft = %llu | .hard = %llu else . end)",
-		 (unsigned long long)m->lim[hw_limit_index("nofile")].peak - 1,
-		 (unsigned long long)m->lim[hw_limit_index("nofile")].peak - 1);
-	tap_ok(crun_with(frag, change) != 0, "crun run with RLIMIT_NOFILE at the peak less one: fails");
+	status = crun_with(w, frag, ".");
+	tap_ok(!status, "%s: crun run with the OCI fragment merged into crun spec's: the workload passes (%.300s)",
+	       w->name, err);
+	for (int i = 0; i < HW_NLIMITS; i++) {
+		char type[32];
+
+		if (!m->lim[i].peak)
+			continue;
+		snprintf(type, sizeof(type), "RLIMIT_%s", hw_limits[i].key);
+		for (char *c = type; *c; c++)
+			*c = toupper((unsigned char)*c);
+		/* only the rlimits the fragment sets */
+		if (spawn_sh(out, sizeof(out), err, sizeof(err),
+			     "jq -e '.process.rlimits[] | select(.type == \"%s\")' %s", type, frag))
+			continue;
+		snprintf(change, sizeof(change),
+			 ".process.rlimits |= map(if .type == \"%s\" then .soft = %llu | .hard = %llu else . end)",
+			 type, (unsigned long long)m->lim[i].peak - 1,
+			 (unsigned long long)m->lim[i].peak - 1);
+		tap_ok(crun_with(w, frag, change) != 0 && failed_at(w, hw_limits[i].key),
+		       "%s: crun run with %s at the peak less one: fails where it needs it",
+		       w->name, type);
+	}
 	snprintf(change, sizeof(change), ".linux.resources.pids.limit = %llu",
 		 (unsigned long long)m->pids_peak - 1);
-	tap_ok(m->pids_peak > 1 && crun_with(frag, change) != 0,
-	       "crun run with pids.limit %llu, the peak less one: fails",
+	tap_ok(m->pids_peak > 1 && crun_with(w, frag, change) != 0 && failed_at(w, "pids"),
+	       "%s: crun run with pids.limit %llu, the peak less one: fails where it needs it", w->name,
 	       (unsigned long long)m->pids_peak - 1);
 	for (int c = 0; c <= HW_CAP_LAST; c++) {
 		if (!(m->cap_used & (1ULL << c)))
@@ -216,8 +350,44 @@ static void closed_loop_oci(const struct hw_marks *m)
 		snprintf(change, sizeof(change),
 			 ".process.capabilities |= map_values(map(select(. != \"%s\")))",
 			 hw_cap_name(c));
-		tap_ok(crun_with(frag, change) != 0, "crun run without %s in any set: fails",
-		       hw_cap_name(c));
+		tap_ok(crun_with(w, frag, change) != 0 && failed_at(w, hw_cap_name(c) + 4),
+		       "%s: crun run without %s in any set: fails where it needs it",
+		       w->name, hw_cap_name(c));
+	}
+	/*
+	 * Each device the fragment allows for reading or writing, taken out:
+	 * the workload fails, but for the devices every container has, which
+	 * crun allows whatever the spec lists (as runc does).  The mknod-only
+	 * entries are crun's own set-up of those nodes, in every container.
+	 */
+	if (!spawn_sh(out, sizeof(out), err, sizeof(err),
+		      "jq -r '.linux.resources.devices[] | select(.allow and (.access | test(\"[rw]\"))) | "
+		      ".type + \" \" + (.major | tostring) + \":\" + (.minor | tostring)' %s", frag)) {
+		static const char *const every[] = { "c 1:3", "c 1:5", "c 1:7", "c 1:8", "c 1:9", "c 5:0" };
+		static char rules[sizeof(out)];
+
+		snprintf(rules, sizeof(rules), "%s", out);
+		for (char *r = strtok(rules, "\n"); r; r = strtok(NULL, "\n")) {
+			bool always = false;
+			char type[2];
+			int major, minor;
+
+			if (sscanf(r, "%1s %d:%d", type, &major, &minor) != 3)
+				continue;
+			for (size_t i = 0; i < sizeof(every) / sizeof(every[0]); i++)
+				always |= !strcmp(r, every[i]);
+			snprintf(change, sizeof(change),
+				 ".linux.resources.devices |= map(select((.type == \"%s\" and .major == %d and .minor == %d) | not))",
+				 type, major, minor);
+			status = crun_with(w, frag, change);
+			if (always)
+				tap_ok(!status, "%s: crun run without %s in the device list: passes, crun allows it in every container",
+				       w->name, r);
+			else
+				tap_ok(status && failed_at(w, r),
+				       "%s: crun run without %s in the device list: fails where it needs it",
+				       w->name, r);
+		}
 	}
 	unlink(frag);
 	sh("rm -rf /tmp/hw-bundle");
@@ -237,8 +407,7 @@ static void run_podman(void)
 
 	status = spawn_capture((char *[]){ (char *)built("highwater"), "run", "-f", "json",
 					   "-o", "/tmp/hw-run-podman.json", "--", "podman", "run",
-					   "--rm", "--network", "none", "--security-opt",
-					   "seccomp=unconfined", IMAGE, "sh", "-c", ":", NULL },
+					   "--rm", "--network", "none", IMAGE, "sh", "-c", ":", NULL },
 			       out, sizeof(out), err, sizeof(err));
 	hw_marks_init(&m);
 	if (hw_read_file("/tmp/hw-run-podman.json", out, sizeof(out)) < 0 ||
@@ -255,6 +424,206 @@ static void run_podman(void)
 	       "highwater run -- podman run: %llu processes moved out, said so, no rlimit or bounding set",
 	       (unsigned long long)m.moved_out);
 	unlink("/tmp/hw-run-podman.json");
+}
+
+/*
+ * --format compose, read by a real compose parser: docker-compose 1.29's
+ * `config` checks a compose file against the compose schema and prints it
+ * normalised (no daemon needed).  The service with the fragment's keys
+ * passes, and its values come back: the pids limit, the memory limit, each
+ * rlimit and capability; the same file with a pids_limit that is not a
+ * number is refused (the check can fail).  Running it is left to podman:
+ * podman-compose 1.0.3, Debian 12's, gives every container a network of
+ * its own (none is refused) and passes neither pids_limit nor
+ * device_cgroup_rules, as the fragment says.
+ */
+static void compose_check(const struct workload *w)
+{
+	static char normal[sizeof(out)], text[sizeof(w->compose)];
+	char want[256], limit[32] = "";
+	unsigned long long soft, hard;
+	int status, missing = 0;
+	FILE *f;
+
+	if ((mkdir("/tmp/hw-compose", 0755) && errno != EEXIST) ||
+	    !(f = fopen("/tmp/hw-compose/compose.yaml", "w"))) {
+		tap_ok(0, "/tmp/hw-compose/compose.yaml: %s", strerror(errno));
+		return;
+	}
+	fprintf(f, "services:\n  %s:\n    image: %s\n    network_mode: none\n", w->name + 8, w->image);
+	snprintf(text, sizeof(text), "%s", w->compose);
+	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+		fprintf(f, "    %s\n", l);
+	fclose(f);
+	status = spawn_sh(normal, sizeof(normal), err, sizeof(err),
+			  "cd /tmp/hw-compose && docker-compose config");
+	/* Each value of the fragment, in the normalised form */
+	snprintf(text, sizeof(text), "%s", w->compose);
+	for (char *save, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		want[0] = '\0';
+		if (!strncmp(l, "pids_limit: ", 12) || !strncmp(l, "mem_limit: ", 11))
+			snprintf(want, sizeof(want), "\n    %s\n", l);
+		else if (!strncmp(l, "  ", 2) && l[2] != ' ' && sscanf(l + 2, "%31[a-z]:", limit) == 1)
+			continue;	/* an rlimit: its soft and hard values follow */
+		else if (sscanf(l, "    soft: %llu", &soft) == 1)
+			continue;
+		else if (sscanf(l, "    hard: %llu", &hard) == 1 && limit[0])
+			snprintf(want, sizeof(want), "\n      %s:\n        hard: %llu\n        soft: %llu\n",
+				 limit, hard, soft);
+		else if (!strncmp(l, "cap_add: [", 10))
+			for (char *cs, *c = strtok_r(l + 10, ", ]", &cs); c; c = strtok_r(NULL, ", ]", &cs)) {
+				snprintf(want, sizeof(want), "\n    - %s\n", c);
+				if (!strstr(normal, want)) {
+					tap_diag("not in docker-compose config's output: %s", want);
+					missing++;
+				}
+				want[0] = '\0';
+			}
+		if (want[0] && !strstr(normal, want)) {
+			tap_diag("not in docker-compose config's output: %s", want);
+			missing++;
+		}
+	}
+	tap_ok(!status && !missing && strstr(normal, "\n    cap_drop:\n    - ALL\n"),
+	       "%s: docker-compose config accepts --format compose's keys and reads back each value (%s)",
+	       w->name, tail(err, 300));
+	status = spawn_sh(out, sizeof(out), err, sizeof(err),
+			  "cd /tmp/hw-compose && sed -i 's/^    pids_limit:/    pid_limit:/' compose.yaml && "
+			  "docker-compose config");
+	tap_ok(status && strstr(err, "pid_limit"), "%s: and refuses the file with pid_limit for pids_limit (%s)",
+	       w->name, tail(err, 200));
+	sh("rm -rf /tmp/hw-compose");
+}
+
+/*
+ * The project's demo workload in a container, profiled, then run again
+ * under what --format docker and --format oci give for it.  In podman's
+ * defaults it stops at its last step: nice -5 needs CAP_SYS_NICE or an
+ * RLIMIT_NICE of 25, and a container has neither; every other step ran,
+ * and the report says what the last needs (the refusal's peak).
+ */
+static void demo_loops(void)
+{
+	static struct workload w = {
+		.name = "hw-test-demo", .image = "localhost/highwater-test-demo",
+		.rootfs = "/tmp/hw-demo-root", .cmd = "demo -q && echo done",
+		.steps = {
+			{ "nofile", "demo: opening descriptors: Too many open files" },
+			{ "memlock", "demo: mlock: " },
+			{ "msgqueue", "demo: mq_open: " },
+			{ "nice", "demo: setpriority to nice -5: Permission denied" },
+			{ "pids", "demo: forking children: Resource temporarily unavailable" },
+			{ "NET_BIND_SERVICE", "demo: binding port 80: Permission denied" },
+		},
+	};
+	int nice = hw_limit_index("nice"), status, found = 0;
+	bool refused;
+	char progs[PATH_MAX + 16];
+	struct hw_marks m;
+	time_t t0;
+
+	snprintf(progs, sizeof(progs), "%s:/bin/demo", built("workloads/demo"));
+	tap_ok(!make_image(w.rootfs, progs, "", w.image),
+	       "podman imports an image of the demo workload (%.200s)", err);
+	status = sh("podman run -d --name hw-test-demo --network none "
+		    "localhost/highwater-test-demo sh -c 'demo -q; sleep 600'");
+	for (t0 = time(NULL); !status && !found && time(NULL) - t0 < 60; usleep(200000)) {
+		if (highwater("json", w.name))
+			continue;
+		hw_marks_init(&m);
+		found = !hw_json_read(out, &m, err, sizeof(err)) && m.lim[nice].peak == 25;
+	}
+	sh("podman logs hw-test-demo 2>&1");
+	refused = strstr(out, "setpriority to nice -5: Permission denied");
+	tap_ok(found && m.lim[hw_limit_index("nofile")].peak == 203 &&
+	       m.lim[hw_limit_index("memlock")].peak == 64 << 10 && m.pids_peak == 10 &&
+	       m.cap_used == 1ULL << 10 && !m.lim[nice].soft &&
+	       refused,
+	       "the demo in podman's defaults: every step, refused at nice -5 (peak 25, limit 0): "
+	       "nofile 203, memlock 64K, 10 tasks (sh, the demo, 8 children), CAP_NET_BIND_SERVICE (%.200s)",
+	       out);
+	if (found && !formats_of(&w)) {
+		compose_check(&w);
+		closed_loop(&w, &m);
+		closed_loop_oci(&w, &m);
+	}
+	sh("podman rm -f -t 0 hw-test-demo");
+	tap_ok(!sh("podman rmi -f localhost/highwater-test-demo"), "the demo's container and image are removed");
+}
+
+/*
+ * nginx from the host's package in a container of its own: its binary and
+ * libraries, a configuration with one worker (so a reload's overlap is one
+ * process) serving a file on port 80 of the host's network, as root with
+ * its workers as www-data.  The load: ab with 20 connections kept alive
+ * (so the worker holds all 20 at once: the descriptors' peak is the same
+ * in every run), a reload, and ab again.
+ */
+#define NGINX_LOAD \
+	"i=0; until ab -q -n 1 -s 2 http://127.0.0.1/ >/dev/null 2>&1; do " \
+	"  $logs 2>&1 | grep -q '\\[emerg\\]' && { echo nginx stopped at an error; exit 1; }; " \
+	"  i=$((i + 1)); [ $i -lt 50 ] || { echo nginx did not answer; exit 1; }; sleep 0.2; done; " \
+	"load() { ab -k -c 20 -n 1000 -s 10 http://127.0.0.1/ >/tmp/hw-ab.out 2>&1; " \
+	"  grep -q \"^Complete requests: *1000\" /tmp/hw-ab.out && " \
+	"  grep -q \"^Failed requests: *0\" /tmp/hw-ab.out && " \
+	"  ! grep -q \"^Non-2xx responses\" /tmp/hw-ab.out || { cat /tmp/hw-ab.out; return 1; }; }; " \
+	"load && $reload && sleep 2 && load"
+
+static void nginx_loops(void)
+{
+	static struct workload w = {
+		.name = "hw-test-nginx", .image = "localhost/highwater-test-nginx",
+		.rootfs = "/tmp/hw-nginx-root", .cmd = "exec /usr/sbin/nginx -g \"daemon off;\"",
+		.load = NGINX_LOAD,
+		.steps = {
+			{ "nofile", "failed (24: Too many open files)" },
+			{ "pids", "fork() failed while spawning \"worker process\" (11: Resource temporarily unavailable)" },
+			{ "NET_BIND_SERVICE", "bind() to 0.0.0.0:80 failed (13: Permission denied)" },
+			{ "SETUID", "setuid(33) failed (1: Operation not permitted)" },
+			{ "SETGID", "setgid(33) failed (1: Operation not permitted)" },
+			{ "CHOWN", "chown(\"/var/lib/nginx/body\", 33) failed (1: Operation not permitted)" },
+		},
+	};
+	int status;
+	struct hw_marks m;
+
+	status = make_image(w.rootfs, "/usr/sbin/nginx:/usr/sbin/nginx",
+			    "mkdir -p $r/etc/nginx $r/var/lib/nginx $r/var/log/nginx $r/srv; "
+			    "printf 'root:x:0:0::/root:/bin/sh\\nwww-data:x:33:33::/var/www:/bin/false\\n' > $r/etc/passwd; "
+			    "printf 'root:x:0:\\nwww-data:x:33:\\n' > $r/etc/group; "
+			    "echo hello > $r/srv/index.html; "
+			    "printf 'user www-data;\\nworker_processes 1;\\npid /run/nginx.pid;\\n"
+			    "events { worker_connections 64; }\\n"
+			    "http { access_log off; server { listen 80; root /srv; } }\\n' > $r/etc/nginx/nginx.conf",
+			    w.image);
+	tap_ok(!status, "podman imports an image of the host's nginx (%.200s)", err);
+	if (status)
+		return;
+	status = spawn_sh(out, sizeof(out), err, sizeof(err),
+			  "podman run -d --name %s --network host %s sh -c '%s' && "
+			  "reload='podman kill -s HUP %s' logs='podman logs %s' && ( %s ) >&2",
+			  w.name, w.image, w.cmd, w.name, w.name, w.load);
+	hw_marks_init(&m);
+	if (!status && !highwater("json", w.name))
+		status = hw_json_read(out, &m, err, sizeof(err));
+	else
+		status = status ? status : -1;
+	tap_ok(!status && m.lim[hw_limit_index("nofile")].peak >= 23 && m.pids_peak == 3 &&
+	       (m.cap_used & (1ULL << 10 | 1ULL << 6 | 1ULL << 7)) == (1ULL << 10 | 1ULL << 6 | 1ULL << 7),
+	       "nginx in podman's defaults under ab and a reload: open files %llu (20 connections and "
+	       "its own), 3 tasks (a reload's overlap), CAP_NET_BIND_SERVICE, CAP_SETUID and CAP_SETGID "
+	       "among %#llx (%.300s)",
+	       (unsigned long long)m.lim[hw_limit_index("nofile")].peak,
+	       (unsigned long long)m.cap_used, err);
+	status = status || formats_of(&w);
+	/* it holds port 80: gone before the loops start their own */
+	sh("podman rm -f -t 0 hw-test-nginx");
+	if (!status) {
+		compose_check(&w);
+		closed_loop(&w, &m);
+		closed_loop_oci(&w, &m);
+	}
+	tap_ok(!sh("podman rmi -f localhost/highwater-test-nginx"), "nginx's container and image are removed");
 }
 
 int main(void)
@@ -276,13 +645,14 @@ int main(void)
 	       "> /tmp/hw-containers.conf") ||
 	    setenv("CONTAINERS_CONF", "/tmp/hw-containers.conf", 1))
 		return 1;
-	tap_ok(!make_image(), "podman imports an image of busybox");
+	tap_ok(!make_image("/tmp/hw-rootfs", "", "", IMAGE), "podman imports an image of busybox (%.200s)",
+	       err);
 
 	/*
 	 * The container: a child that uses CAP_CHOWN and exits, a descriptor
 	 * at 100 in the main process (nofile peak 101), then a long sleep.
 	 */
-	status = sh("podman run -d --name " NAME " --network none --security-opt seccomp=unconfined "
+	status = sh("podman run -d --name " NAME " --network none "
 		    IMAGE " sh -c 'touch /tmp/f; chown 1234 /tmp/f; exec 100</dev/null; "
 		    "echo ready > /tmp/ready; sleep 600'");
 	tap_ok(!status, "podman run -d starts the container (crun)");
@@ -308,8 +678,6 @@ int main(void)
 	tap_ok(!status && strstr(out, "--cap-drop=ALL") && strstr(out, "--cap-add=CHOWN") &&
 	       strstr(out, "--ulimit nofile="),
 	       "--format docker: --cap-drop=ALL --cap-add=CHOWN and an open files --ulimit");
-	closed_loop(&m);
-	closed_loop_oci(&m);
 
 	status = highwater("text", "hw-test-no-such-container");
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == HW_EX_NOINPUT &&
@@ -325,6 +693,8 @@ int main(void)
 	sh("podman rm -f " NAME);
 	run_podman();
 	tap_ok(!sh("podman rmi -f " IMAGE), "the container and its image are removed");
+	demo_loops();
+	nginx_loops();
 	printf("1..%d\n", tap_n);
 	return tap_exit();
 }
