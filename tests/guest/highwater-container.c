@@ -394,6 +394,34 @@ static void closed_loop_oci(const struct workload *w, const struct hw_marks *m)
 }
 
 /*
+ * A container that has exited: its own cgroup went with it, but the marks
+ * of a removed cgroup stay in its parent.  The container, run with a
+ * parent cgroup of its own, exits; highwater cgroup reads the parent:
+ * the descriptor at 100, the chown's CAP_CHOWN and nothing else.
+ */
+static void exited_container(void)
+{
+	struct hw_marks m;
+	int status;
+
+	status = sh("podman run --rm --network none --cgroup-parent=/hw-test-parent " IMAGE
+		    " sh -c 'touch /tmp/f; chown 1234 /tmp/f; exec 100</dev/null'");
+	hw_marks_init(&m);
+	if (!status)
+		status = spawn_capture((char *[]){ (char *)built("highwater"), "cgroup", "-f", "json",
+						   "/hw-test-parent", NULL },
+				       out, sizeof(out), err, sizeof(err));
+	if (!status)
+		status = hw_json_read(out, &m, err, sizeof(err));
+	tap_ok(!status && m.lim[hw_limit_index("nofile")].peak == 101 && m.cap_used == 1ULL << 0 &&
+	       m.pids_peak >= 2 && access("/sys/fs/cgroup/hw-test-parent/cgroup.procs", F_OK) == 0,
+	       "a container that exited, from a parent cgroup of its own: open files 101, CAP_CHOWN, "
+	       "%llu tasks (%.200s)", (unsigned long long)m.pids_peak, err);
+	if (rmdir("/sys/fs/cgroup/hw-test-parent"))
+		tap_diag("rmdir /sys/fs/cgroup/hw-test-parent: %s", strerror(errno));
+}
+
+/*
  * highwater run -- podman run: the container's processes live in the
  * container's cgroup, and conmon moves to one of its own.  The report says
  * that processes left, where the first went and how to report on it, and
@@ -687,10 +715,11 @@ int main(void)
 	sh("podman stop -t 0 " NAME);
 	status = highwater("text", NAME);
 	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == HW_EX_NOINPUT &&
-	       strstr(err, "is not running"),
+	       strstr(err, "is not running") && strstr(err, "--cgroup-parent=/NAME"),
 	       "a stopped container: exit 66, it is not running and its cgroup went with it (%.200s)",
 	       err);
 	sh("podman rm -f " NAME);
+	exited_container();
 	run_podman();
 	tap_ok(!sh("podman rmi -f " IMAGE), "the container and its image are removed");
 	demo_loops();
