@@ -343,15 +343,15 @@ static int cmd_unit(const char *arg, struct hw_marks *m)
 
 /*
  * The container engines asked for a container, in this order: podman's
- * inspect and docker's both print the container's init PID with this
- * template (0 when the container is not running).
+ * inspect and docker's both print the container's init PID (0 when the
+ * container is not running) and its full ID with this template.
  */
 static const char *const engines[] = { "podman", "docker" };
 
 /* highwater container NAME|ID: a running container's cgroup, as cgroup reads it */
 static int cmd_container(const char *arg, struct hw_marks *m)
 {
-	char out[256], cgroup[1024], *end;
+	char out[256], cgroup[1024], id[129] = "", *end;
 	const char *engine = NULL, *broken = NULL;
 	int installed = 0, r;
 	long pid = -1;
@@ -360,7 +360,7 @@ static int cmd_container(const char *arg, struct hw_marks *m)
 		return usage_error("'%s' is not a container name or ID", arg);
 	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]) && !engine; i++) {
 		char *argv[] = { (char *)engines[i], "inspect", "--format",
-				 "{{.State.Pid}}", "--", (char *)arg, NULL };
+				 "{{.State.Pid}} {{.Id}}", "--", (char *)arg, NULL };
 
 		r = capture(argv, out, sizeof(out));
 		installed += r != 127;
@@ -369,8 +369,10 @@ static int cmd_container(const char *arg, struct hw_marks *m)
 		if (r)
 			continue;
 		pid = strtol(out, &end, 10);
-		if (*end || end == out || pid < 0) {
-			hw_warn("%s inspect %s printed '%s', not a process ID", engines[i], arg, out);
+		if (end == out || pid < 0 || sscanf(end, " %128[0-9a-f]", id) != 1 ||
+		    strlen(id) < 12) {
+			hw_warn("%s inspect %s printed '%s', not a process ID and a container ID",
+				engines[i], arg, out);
 			return HW_EX_SOFTWARE;
 		}
 		engine = engines[i];
@@ -401,6 +403,19 @@ static int cmd_container(const char *arg, struct hw_marks *m)
 		hw_warn("cannot read the cgroup of container %s's process %ld: %s", arg, pid,
 			strerror(-r));
 		return errno_exit(-r);
+	}
+	/*
+	 * podman and docker name a container's own cgroup by its ID
+	 * (libpod-ID, docker-ID.scope, docker/ID).  A container without one
+	 * (--cgroups=disabled, rootless podman without systemd's delegation)
+	 * shares its caller's: those marks are other processes' too.
+	 */
+	if (!strstr(cgroup, id)) {
+		hw_warn("container %s (%s) has no cgroup of its own: its process %ld is in %s, "
+			"with the processes that started it (--cgroups=disabled, or rootless without "
+			"systemd's cgroup delegation); run it with a cgroup of its own to profile it",
+			arg, engine, pid, cgroup);
+		return HW_EX_UNAVAILABLE;
 	}
 	r = cmd_cgroup(cgroup, m);
 	if (!r)	/* the report's cgroup line names the cgroup */

@@ -419,6 +419,17 @@ static void exited_container(void)
 	       "%llu tasks (%.200s)", (unsigned long long)m.pids_peak, err);
 	if (rmdir("/sys/fs/cgroup/hw-test-parent"))
 		tap_diag("rmdir /sys/fs/cgroup/hw-test-parent: %s", strerror(errno));
+
+	/* Without a cgroup of its own, its caller's marks would be taken for its own */
+	status = sh("podman run -d --name hw-test-c2 --network none --cgroups=disabled " IMAGE
+		    " sleep 600");
+	if (!status)
+		status = highwater("text", "hw-test-c2");
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == HW_EX_UNAVAILABLE &&
+	       strstr(err, "has no cgroup of its own"),
+	       "a container run with --cgroups=disabled: exit 69, it has no cgroup of its own (%.300s)",
+	       err);
+	sh("podman rm -f -t 0 hw-test-c2");
 }
 
 /*
