@@ -393,8 +393,8 @@ static int cmd_container(const char *arg, struct hw_marks *m)
 	}
 	if (!pid) {
 		hw_warn("container %s (%s) is not running: its cgroup, and the marks kept there, went with it; "
-			"read it while it runs, or run it with a parent cgroup of its own (--cgroup-parent=/NAME) "
-			"and read that with 'highwater cgroup /NAME' after it exits",
+			"read it while it runs, or run it with a parent cgroup of its own (--cgroup-parent=/NAME, "
+			"or NAME.slice with systemd) and read that with 'highwater cgroup /NAME' (NAME.slice) after it exits",
 			arg, engine);
 		return HW_EX_NOINPUT;
 	}
