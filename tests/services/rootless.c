@@ -7,7 +7,7 @@
  * uses there is one the container needs (--cap-add), as for a rootful one.
  *
  * Run as root, this program makes the user (with subordinate ids, from
- * useradd), gives its container storage a file system of its own (podman's
+ * useradd, or given here where it gives none), gives its container storage a file system of its own (podman's
  * overlay driver refuses the guest's overlay root), lets it linger, and
  * runs itself again as the user, with the user's runtime directory and
  * bus.  As the user: a busybox container that opens a descriptor at 100
@@ -33,7 +33,9 @@ static int make_user(struct passwd **pw)
 	    !(*pw = getpwnam(USER)))
 		return -1;
 	snprintf(cmd, sizeof(cmd),
-		 "set -e; grep -q '^" USER ":' /etc/subuid /etc/subgid; d=%s/.local/share/containers; "
+		 "set -e; grep -q '^" USER ":' /etc/subuid && grep -q '^" USER ":' /etc/subgid || "
+		 "usermod --add-subuids 200000-265535 --add-subgids 200000-265535 " USER "; "
+		 "d=%s/.local/share/containers; "
 		 "mkdir -p $d; mountpoint -q $d || mount -t tmpfs -o mode=0700 hw-rootless $d; "
 		 "chown -R " USER ": %s/.local; loginctl enable-linger " USER "; "
 		 "for i in $(seq 120); do [ -S /run/user/%u/bus ] && exit 0; sleep 0.5; done; "
