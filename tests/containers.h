@@ -10,7 +10,6 @@
 
 #include <ctype.h>
 #include <linux/bpf.h>
-#include <stddef.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -113,25 +112,43 @@ struct workload {
 /* The formats of the profiled container, kept for the loops after it goes */
 static inline int formats_of(struct workload *w)
 {
-	static const struct {
-		const char *format;
-		size_t offset;
-	} formats[] = {
-		{ "docker", offsetof(struct workload, docker) },
-		{ "oci", offsetof(struct workload, oci) },
-		{ "compose", offsetof(struct workload, compose) },
-	};
+	const char *format[] = { "docker", "oci", "compose" };
+	char *keep[] = { w->docker, w->oci, w->compose };
 
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-		int status = highwater(formats[i].format, w->name);
+	for (size_t i = 0; i < sizeof(format) / sizeof(format[0]); i++) {
+		int status = highwater(format[i], w->name);
 
 		tap_ok(!status && strlen(out) < sizeof(w->docker),
-		       "highwater container -f %s %s (%.200s)", formats[i].format, w->name, err);
+		       "highwater container -f %s %s (%.200s)", format[i], w->name, err);
 		if (status || strlen(out) >= sizeof(w->docker))
 			return -1;
-		snprintf((char *)w + formats[i].offset, sizeof(w->docker), "%s", out);
+		snprintf(keep[i], sizeof(w->docker), "%s", out);
 	}
 	return 0;
+}
+
+/*
+ * A busybox container from @image that opens a descriptor at 100 and
+ * chowns a file (CAP_CHOWN), run to its end with @parent as its
+ * --cgroup-parent; then highwater cgroup @cgroup, the parent, into @m.
+ * Its status: 0 when both ran.
+ */
+static inline int exited_container_marks(const char *image, const char *parent,
+					 const char *cgroup, struct hw_marks *m)
+{
+	int status = spawn_sh(out, sizeof(out), err, sizeof(err),
+			      "podman run --rm --network none --cgroup-parent=%s %s "
+			      "sh -c 'touch /tmp/f; chown 1234 /tmp/f; exec 100</dev/null'",
+			      parent, image);
+
+	hw_marks_init(m);
+	if (!status)
+		status = spawn_capture((char *[]){ (char *)built("highwater"), "cgroup", "-f", "json",
+						   (char *)cgroup, NULL },
+				       out, sizeof(out), err, sizeof(err));
+	if (!status)
+		status = hw_json_read(out, m, err, sizeof(err));
+	return status;
 }
 
 /* It failed where it should: what it says for @setting is in err */

@@ -43,15 +43,7 @@ static void exited_container(void)
 	struct hw_marks m;
 	int status;
 
-	status = sh("podman run --rm --network none --cgroup-parent=/hw-test-parent " IMAGE
-		    " sh -c 'touch /tmp/f; chown 1234 /tmp/f; exec 100</dev/null'");
-	hw_marks_init(&m);
-	if (!status)
-		status = spawn_capture((char *[]){ (char *)built("highwater"), "cgroup", "-f", "json",
-						   "/hw-test-parent", NULL },
-				       out, sizeof(out), err, sizeof(err));
-	if (!status)
-		status = hw_json_read(out, &m, err, sizeof(err));
+	status = exited_container_marks(IMAGE, "/hw-test-parent", "/hw-test-parent", &m);
 	tap_ok(!status && m.lim[hw_limit_index("nofile")].peak == 101 && m.cap_used == 1ULL << 0 &&
 	       m.pids_peak >= 2 && access("/sys/fs/cgroup/hw-test-parent/cgroup.procs", F_OK) == 0,
 	       "a container that exited, from a parent cgroup of its own: open files 101, CAP_CHOWN, "

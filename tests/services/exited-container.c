@@ -25,15 +25,7 @@ int main(void)
 		return 0;
 	}
 	tap_ok(!make_image("/tmp/hw-exited-root", "", "", IMAGE), "podman imports an image of busybox");
-	status = sh("podman run --rm --network none --cgroup-parent=" SLICE " " IMAGE
-		    " sh -c 'touch /tmp/f; chown 1234 /tmp/f; exec 100</dev/null'");
-	hw_marks_init(&m);
-	if (!status)
-		status = spawn_capture((char *[]){ (char *)built("highwater"), "cgroup", "-f", "json",
-						   SLICE, NULL },
-				       out, sizeof(out), err, sizeof(err));
-	if (!status)
-		status = hw_json_read(out, &m, err, sizeof(err));
+	status = exited_container_marks(IMAGE, SLICE, SLICE, &m);
 	tap_ok(!status && m.lim[hw_limit_index("nofile")].peak == 101 && m.cap_used == 1ULL << 0 &&
 	       m.pids_peak >= 2,
 	       "the container exited; highwater cgroup " SLICE ": open files 101, CAP_CHOWN, %llu tasks (%.200s)",
