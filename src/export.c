@@ -240,7 +240,62 @@ static void devices(FILE *out, const struct cgroups *cgs)
 		}
 }
 
-void hw_export_write(FILE *out, const struct hw_marks *m, int n, double seconds)
+/*
+ * The settings highwater would write for each cgroup (report.c's, from the
+ * same advice): an rlimit's where it would set one, TasksMax= and MemoryMax=
+ * unless the cgroup ran into its own limit.  Each is monotonic in its peak,
+ * so the maximum over hosts of these is what highwater merge derives from
+ * the hosts' reports: Prometheus's recording rules need no copy of the
+ * margin and rounding (contrib/prometheus/highwater.rules.yml).
+ */
+static void recommended(FILE *out, const struct cgroups *cgs, int margin)
+{
+	family(out, "highwater_rlimit_recommended", "gauge",
+	       "The soft limit highwater would set (the peak plus the margin, rounded up), where it would set one; bytes, seconds or counts.");
+	for (int c = 0; c < cgs->n; c++)
+		for (int i = 0; i < HW_NLIMITS; i++) {
+			struct hw_advice a = hw_limit_advice(&cgs->m[c], i, margin);
+
+			if (!a.emit)
+				continue;
+			series(out, "highwater_rlimit_recommended", &cgs->m[c]);
+			fprintf(out, ",limit=\"%s\"", hw_limits[i].key);
+			limit_sample(out, i, a.value);
+		}
+	family(out, "highwater_tasks_recommended", "gauge",
+	       "The task limit highwater would set (TasksMax=, --pids-limit): pids.peak plus the margin, rounded up.");
+	for (int c = 0; c < cgs->n; c++)
+		if (cgs->m[c].have_pids_peak && !hw_tasks_not_derived(&cgs->m[c])) {
+			series(out, "highwater_tasks_recommended", &cgs->m[c]);
+			value(out, hw_recommend(HW_COUNT, cgs->m[c].pids_peak, margin));
+		}
+	family(out, "highwater_memory_max_recommended_bytes", "gauge",
+	       "The memory limit highwater would set (MemoryMax=, --memory): memory.peak plus the margin, rounded up.");
+	for (int c = 0; c < cgs->n; c++)
+		if (cgs->m[c].have_memory_peak && !hw_memory_not_derived(&cgs->m[c])) {
+			series(out, "highwater_memory_max_recommended_bytes", &cgs->m[c]);
+			value(out, hw_memory_advice(&cgs->m[c], margin).max);
+		}
+}
+
+/*
+ * The bounding set of the cgroup's first living process, as node_exporter
+ * shows a unit's state: every capability, 1 in the set and 0 not, so that
+ * an alert can join it with highwater_capability_used.
+ */
+static void bounding_set(FILE *out, const struct cgroups *cgs)
+{
+	family(out, "highwater_capability_bounding", "gauge",
+	       "1 for each capability in the bounding set of the cgroup's first living process (CapBnd), 0 for each not.");
+	for (int c = 0; c < cgs->n; c++)
+		for (int cap = 0; cgs->m[c].have_cap_bnd && cap <= HW_CAP_LAST; cap++) {
+			series(out, "highwater_capability_bounding", &cgs->m[c]);
+			fprintf(out, ",capability=\"%s\"", hw_cap_name(cap));
+			value(out, !!(cgs->m[c].cap_bnd & (1ULL << cap)));
+		}
+}
+
+void hw_export_write(FILE *out, const struct hw_marks *m, int n, double seconds, int margin)
 {
 	const struct cgroups cgs = { (struct hw_marks *)m, n, n };
 
@@ -248,8 +303,10 @@ void hw_export_write(FILE *out, const struct hw_marks *m, int n, double seconds)
 		      "The smallest soft limit every check of the cgroup's processes, living and exited, would have passed (limits_peak, rlimits.peak); bytes, seconds or counts.");
 	rlimit_family(out, &cgs, true, "highwater_rlimit_soft",
 		      "The soft limit of the cgroup's first living process (/proc/PID/limits); +Inf for none.");
+	recommended(out, &cgs, margin);
 	cgroup_numbers(out, &cgs);
 	capabilities(out, &cgs);
+	bounding_set(out, &cgs);
 	devices(out, &cgs);
 	family(out, "highwater_export_cgroups", "gauge", "Cgroups this export read.");
 	fprintf(out, "highwater_export_cgroups %d\n", n);
@@ -271,7 +328,7 @@ static double now(void)
  * or with @textfile_dir to DIR/highwater.prom, written aside and renamed.
  * 0 or an exit code, with a message.
  */
-int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir)
+int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int margin)
 {
 	static char *defaults[] = { "system.slice", "machine.slice" };
 	struct cgroups cgs = { 0 };
@@ -322,7 +379,7 @@ int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir)
 			return r == EACCES || r == EPERM ? HW_EX_NOPERM : HW_EX_IOERR;
 		}
 	}
-	hw_export_write(out, cgs.m, cgs.n, now() - start);
+	hw_export_write(out, cgs.m, cgs.n, now() - start, margin);
 	free(cgs.m);
 	if (textfile_dir) {
 		bool bad = fflush(out) || fsync(fileno(out));

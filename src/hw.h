@@ -102,6 +102,8 @@ struct hw_marks {
 	uint64_t cap_used;	/* CapUsd */
 	bool have_cap_amb;
 	uint64_t cap_amb;	/* CapAmb of the command itself */
+	bool have_cap_bnd;
+	uint64_t cap_bnd;	/* CapBnd of the first process read (export) */
 	bool have_uid;
 	unsigned int uid;	/* real uid of the command itself */
 	uint64_t vm_peak, vm_hwm, maxrss;	/* bytes; 0: unknown */
@@ -252,8 +254,8 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m);
  * TEXTFILE_DIR/highwater.prom; 0 or an exit code.  hw_export_write writes
  * the marks of @n cgroups read in @seconds.
  */
-int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir);
-void hw_export_write(FILE *out, const struct hw_marks *m, int n, double seconds);
+int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int margin);
+void hw_export_write(FILE *out, const struct hw_marks *m, int n, double seconds, int margin);
 
 /* parse.c: "highwater: ..." on stderr */
 void hw_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -463,6 +463,7 @@ struct call {
 	struct hw_marks *m;
 	FILE *out;			/* for export, which writes its own */
 	const char *textfile_dir;	/* export --textfile-dir */
+	int margin;			/* export's recommended values */
 };
 
 static int verb_run(const struct call *c)
@@ -500,7 +501,7 @@ static int verb_merge(const struct call *c)
 
 static int verb_export(const struct call *c)
 {
-	return hw_export(c->argv, c->argc, c->out, c->textfile_dir);
+	return hw_export(c->argv, c->argc, c->out, c->textfile_dir, c->margin);
 }
 
 /*
@@ -545,7 +546,7 @@ int main(int argc, char **argv)
 	struct hw_run_opts ro = { .kill_after = HW_KILL_AFTER };
 	const struct verb *verb = NULL;
 	const char *sub, *output = NULL, *textfile_dir = NULL;
-	bool format_given = false, margin_given = false;
+	bool format_given = false;
 	int format = HW_TEXT, margin = DEFAULT_MARGIN, c, code;
 	FILE *out = stdout;
 	char *end;
@@ -587,7 +588,6 @@ int main(int argc, char **argv)
 				return usage_error("unknown format '%s': use %s", optarg, hw_format_names());
 			break;
 		case 'm':
-			margin_given = true;
 			margin = strtol(optarg, &end, 10);
 			if (*end == '%')
 				end++;
@@ -630,8 +630,8 @@ int main(int argc, char **argv)
 	argv += optind;
 	if (argc < verb->min_args || argc > verb->max_args)
 		return usage_error("%s needs %s", sub, verb->needs);
-	if (verb->metrics && (format_given || margin_given))
-		return usage_error("%s writes Prometheus's text format: --format and --margin are for reports", sub);
+	if (verb->metrics && format_given)
+		return usage_error("%s writes Prometheus's text format: --format is for reports", sub);
 	if (textfile_dir && !verb->metrics)
 		return usage_error("--textfile-dir is an option of export");
 	if (textfile_dir && output)
@@ -647,7 +647,7 @@ int main(int argc, char **argv)
 	}
 
 	hw_marks_init(&marks);
-	code = verb->fn(&(struct call){ argv, argc, &ro, &marks, out, textfile_dir });
+	code = verb->fn(&(struct call){ argv, argc, &ro, &marks, out, textfile_dir, margin });
 	if (code < 0 || (code && !verb->runs) || verb->metrics) {
 		code = abs(code);
 		goto out;

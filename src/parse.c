@@ -244,6 +244,11 @@ int hw_parse_status(const char *text, struct hw_marks *m, bool top)
 		m->have_cap_used = true;
 		hw_note_unnamed_caps(m, v, "CapUsd");
 	}
+	/* The bounding set a cgroup's processes run under: its first one's. */
+	if (!m->have_cap_bnd && status_field(text, "CapBnd:\t", 16, &v) > 0) {
+		m->cap_bnd = v;
+		m->have_cap_bnd = true;
+	}
 	if (top) {
 		r = status_field(text, "CapAmb:\t", 16, &v);
 		if (r < 0)

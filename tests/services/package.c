@@ -49,8 +49,9 @@ int main(void)
 	       !strstr(out, "unknown"), "/usr/bin/highwater --version: %.60s", out);
 	tap_ok(!sh("man -w highwater") && strstr(out, "/usr/share/man/man1/highwater.1"),
 	       "man -w highwater: %.100s", out);
-	tap_ok(!sh("ls /usr/share/doc/highwater/examples/highwater-export.timer"),
-	       "the exporter's timer is among the examples");
+	tap_ok(!sh("ls /usr/share/doc/highwater/examples/highwater-export.timer") &&
+	       !sh("ls /usr/share/doc/highwater/examples/highwater.rules.yml"),
+	       "the exporter's timer and the Prometheus rules are among the examples");
 	hw_marks_init(&m);
 	tap_ok(!sh("highwater unit -f json ssh.service") && !hw_json_read(out, &m, msg, sizeof(msg)) &&
 	       m.have_cgroup_marks && m.have_pids_peak,

@@ -510,7 +510,9 @@ static void prometheus_export(const struct hw_marks *demo)
 	two[1].pids_peak = 3;
 	two[1].pids_max = 50;
 	two[1].pids_refused = 7;
-	hw_export_write(out, two, 2, 0.25);
+	two[0].have_cap_bnd = true;
+	two[0].cap_bnd = 1ULL << 10 | 1ULL << 21;	/* NET_BIND_SERVICE, SYS_ADMIN */
+	hw_export_write(out, two, 2, 0.25, 25);
 	fclose(out);
 	for (p = buf; (p = strstr(p, "# HELP ")); p++)
 		helps++;
@@ -531,8 +533,20 @@ static void prometheus_export(const struct hw_marks *demo)
 	       has_line(buf, "highwater_device_accessed{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",device=\"c 1:3\",access=\"rw\",name=\"/dev/null\"} 1") &&
 	       has_line(buf, "highwater_device_accessed{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",device=\"c 240:*\",access=\"m\",name=\"\"} 1"),
 	       "export: capabilities and devices, one sample each");
-	tap_ok(helps == 14 && types == 14 && has_line(buf, "highwater_export_cgroups 2"),
-	       "export: each of the 14 families has one HELP and one TYPE (%d, %d)", helps, types);
+	/* 203 descriptors: 254 with the margin, 260 rounded, raised to 1024 */
+	tap_ok(has_line(buf, "highwater_rlimit_recommended{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",limit=\"nofile\"} 1024") &&
+	       lacks(buf, "highwater_rlimit_recommended{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",limit=\"cpu\"}") &&
+	       has_line(buf, "highwater_tasks_recommended{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\"} 12") &&
+	       lacks(buf, "highwater_tasks_recommended{cgroup=\"/machine.slice") &&
+	       has_line(buf, "highwater_memory_max_recommended_bytes{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\"} 42991616"),
+	       "export: the settings highwater would write (nofile's floor, TasksMax= 12, MemoryMax= 41M), none where it would not (CPU; forks refused)");
+	tap_ok(has_line(buf, "highwater_capability_bounding{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",capability=\"CAP_NET_BIND_SERVICE\"} 1") &&
+	       has_line(buf, "highwater_capability_bounding{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",capability=\"CAP_CHOWN\"} 0") &&
+	       has_line(buf, "highwater_capability_bounding{cgroup=\"/system.slice/demo.service\",unit=\"demo.service\",capability=\"CAP_CHECKPOINT_RESTORE\"} 0") &&
+	       lacks(buf, "highwater_capability_bounding{cgroup=\"/machine.slice"),
+	       "export: the bounding set, every capability 1 or 0, only where a process was read");
+	tap_ok(helps == 18 && types == 18 && has_line(buf, "highwater_export_cgroups 2"),
+	       "export: each of the 18 families has one HELP and one TYPE (%d, %d)", helps, types);
 	free(buf);
 }
 
@@ -573,10 +587,12 @@ static void moved_out(const struct hw_marks *demo)
 	tap_ok(merged.moved_out == 3 && lacks(t, "\nCapabilityBoundingSet="),
 	       "moved out: a merge with a run whose processes stayed sets no bounding set either");
 	out = open_memstream(&buf, &size);
-	hw_export_write(out, &m, 1, 0.25);
+	hw_export_write(out, &m, 1, 0.25, 25);
 	fclose(out);
-	tap_ok(has_line(buf, "highwater_processes_moved_out_total{cgroup=\"/system.slice/ssh.service\",unit=\"ssh.service\"} 3"),
-	       "moved out: export gives the count");
+	tap_ok(has_line(buf, "highwater_processes_moved_out_total{cgroup=\"/system.slice/ssh.service\",unit=\"ssh.service\"} 3") &&
+	       lacks(buf, "highwater_rlimit_recommended{") &&
+	       strstr(buf, "highwater_tasks_recommended{cgroup=\"/system.slice/ssh.service\""),
+	       "moved out: export gives the count, no recommended rlimit, the task limit");
 	free(buf);
 }
 
@@ -612,7 +628,7 @@ int main(void)
 {
 	struct hw_marks m;
 
-	tap_plan(63);
+	tap_plan(65);
 	demo_marks(&m);
 	text_format(&m);
 	docker_format(&m);
