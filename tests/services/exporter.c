@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * contrib's export units on a host as Debian sets it up: highwater at
+ * /usr/local/bin (as the unit says), highwater-export.service and .timer in
+ * /etc/systemd/system, and Debian's prometheus-node-exporter.service, which
+ * the package enables and which reads /var/lib/prometheus/node-exporter.
+ * The service, under its own sandbox (ProtectSystem=strict, PrivateNetwork=
+ * ...), writes every system.slice service's marks there; node_exporter
+ * serves them on :9100 as they are in the file; the timer starts the
+ * service again at the next minute.  (The fleet's rules are tested with
+ * three node_exporters and Prometheus in the plain boot:
+ * tests/guest/highwater-fleet.c.)
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "containers.h"
+
+#define TEXTFILE "/var/lib/prometheus/node-exporter/highwater.prom"
+
+static char metrics[1 << 20], served[4 << 20];
+
+/* GET /metrics from node_exporter on 127.0.0.1:9100: the body, or "". */
+static void node_exporter_metrics(char *body, size_t size)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9100),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	size_t len = 0;
+	ssize_t n;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char *start;
+
+	body[0] = '\0';
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	dprintf(fd, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+	while (len < size - 1 && (n = read(fd, body + len, size - 1 - len)) > 0)
+		len += n;
+	close(fd);
+	body[len] = '\0';
+	start = strstr(body, "\r\n\r\n");
+	if (start)
+		memmove(body, start + 4, strlen(start + 4) + 1);
+}
+
+/* The value of the sample @series ("name{labels}") in @text, or -1. */
+static double sample(const char *text, const char *series)
+{
+	for (const char *p = text; (p = strstr(p, series)); p++)
+		if ((p == text || p[-1] == '\n') && p[strlen(series)] == ' ')
+			return strtod(p + strlen(series) + 1, NULL);
+	return -1;
+}
+
+int main(void)
+{
+	char cmd[3 * PATH_MAX + 256], src[PATH_MAX];
+	double in_file, in_node;
+	struct stat st;
+	time_t first;
+	int status;
+
+	printf("TAP version 13\n");
+	if (access("/usr/bin/prometheus-node-exporter", X_OK)) {
+		printf("1..1\nok 1 # SKIP prometheus-node-exporter is not installed\n");
+		return 0;
+	}
+	snprintf(src, sizeof(src), "%s", built("highwater"));
+	*strrchr(src, '/') = '\0';	/* build/ */
+	snprintf(cmd, sizeof(cmd),
+		 "install -m 0755 %s/highwater /usr/local/bin/highwater && "
+		 "install -m 0644 %s/../contrib/highwater-export.service %s/../contrib/highwater-export.timer "
+		 "/etc/systemd/system/ && systemctl daemon-reload", src, src, src);
+	tap_ok(!sh(cmd), "highwater in /usr/local/bin, contrib's units in /etc/systemd/system");
+	tap_ok(!sh("systemctl is-active prometheus-node-exporter.service"),
+	       "Debian's prometheus-node-exporter.service runs, as its package enables it");
+
+	unlink(TEXTFILE);
+	status = sh("systemctl start highwater-export.service");
+	tap_ok(!status && !sh("systemctl show -P Result highwater-export.service") &&
+	       !strcmp(out, "success\n") && hw_read_file(TEXTFILE, metrics, sizeof(metrics)) > 0,
+	       "systemctl start highwater-export.service: it succeeds in its sandbox and writes " TEXTFILE);
+	in_file = sample(metrics, "highwater_rlimit_peak{cgroup=\"/system.slice/ssh.service\",unit=\"ssh.service\",limit=\"nofile\"}");
+	tap_ok(in_file > 0 &&
+	       sample(metrics, "highwater_tasks_peak{cgroup=\"/system.slice/nginx.service\",unit=\"nginx.service\"}") > 1 &&
+	       sample(metrics, "highwater_capability_used{cgroup=\"/system.slice/nginx.service\",unit=\"nginx.service\",capability=\"CAP_NET_BIND_SERVICE\"}") == 1,
+	       "the file has the running services' marks: ssh.service's descriptors (%g), nginx.service's tasks and CAP_NET_BIND_SERVICE",
+	       in_file);
+
+	/* node_exporter sorts the labels; the value is the file's */
+	node_exporter_metrics(served, sizeof(served));
+	in_node = sample(served, "highwater_rlimit_peak{cgroup=\"/system.slice/ssh.service\",limit=\"nofile\",unit=\"ssh.service\"}");
+	tap_ok(in_node == in_file && sample(served, "node_textfile_scrape_error") == 0,
+	       "node_exporter on :9100 serves them as they are in the file (%g), no textfile error", in_node);
+
+	/* OnCalendar=minutely: the service runs again within a minute */
+	first = stat(TEXTFILE, &st) ? 0 : st.st_mtime;
+	status = sh("systemctl start highwater-export.timer");
+	for (int i = 0; !status && i < 70 && !stat(TEXTFILE, &st) && st.st_mtime == first; i++)
+		sleep(1);
+	tap_ok(!status && !stat(TEXTFILE, &st) && st.st_mtime != first,
+	       "highwater-export.timer starts the export again at the next minute");
+
+	tap_ok(!sh("systemctl stop highwater-export.timer && rm -f /etc/systemd/system/highwater-export.* "
+		   "/usr/local/bin/highwater " TEXTFILE " && systemctl daemon-reload"),
+	       "the units, the command and the file are removed");
+	printf("1..%d\n", tap_n);
+	return tap_exit();
+}
