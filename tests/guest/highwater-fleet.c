@@ -20,20 +20,18 @@
  *    RLIMIT_NICE of 0 its living process has.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <json-c/json.h>
 #include <linux/capability.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "tap.h"
 #include "spawn.h"
+#include "http.h"
 #include "hw.h"
 
 #define ROOT "/sys/fs/cgroup/hw-fleet"
@@ -47,36 +45,6 @@ static const int web_load[NHOSTS] = { 300, 1500, 700 };	/* fd-spike's descriptor
 
 static char out[1 << 16], err[1 << 16];
 static pid_t daemons[NHOSTS + 1], holders[2];
-
-/* GET @path from 127.0.0.1:@port; the body into @body.  The HTTP status, or -1. */
-static int http_get(int port, const char *path, char *body, size_t size)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	static char buf[4 << 20];
-	size_t len = 0;
-	ssize_t n;
-	char *start;
-	int fd, status = -1;
-
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	/* HTTP/1.0: the server closes the connection after a body not chunked */
-	dprintf(fd, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += n;
-	close(fd);
-	buf[len] = '\0';
-	start = strstr(buf, "\r\n\r\n");
-	if (!start || sscanf(buf, "HTTP/%*s %d", &status) != 1)
-		return -1;
-	snprintf(body, size, "%s", start + 4);
-	return status;
-}
 
 /* Prometheus's instant query of @expr: its result array (to put), or NULL. */
 static json_object *query(const char *expr)

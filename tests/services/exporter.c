@@ -12,43 +12,15 @@
  * tests/guest/highwater-fleet.c.)
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "containers.h"
+#include "http.h"
 
 #define TEXTFILE "/var/lib/prometheus/node-exporter/highwater.prom"
 
 static char metrics[1 << 20], served[4 << 20];
-
-/* GET /metrics from node_exporter on 127.0.0.1:9100: the body, or "". */
-static void node_exporter_metrics(char *body, size_t size)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9100),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	size_t len = 0;
-	ssize_t n;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	char *start;
-
-	body[0] = '\0';
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	dprintf(fd, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-	while (len < size - 1 && (n = read(fd, body + len, size - 1 - len)) > 0)
-		len += n;
-	close(fd);
-	body[len] = '\0';
-	start = strstr(body, "\r\n\r\n");
-	if (start)
-		memmove(body, start + 4, strlen(start + 4) + 1);
-}
 
 /* The value of the sample @series ("name{labels}") in @text, or -1. */
 static double sample(const char *text, const char *series)
@@ -95,8 +67,8 @@ int main(void)
 	       in_file);
 
 	/* node_exporter sorts the labels; the value is the file's */
-	node_exporter_metrics(served, sizeof(served));
-	in_node = sample(served, "highwater_rlimit_peak{cgroup=\"/system.slice/ssh.service\",limit=\"nofile\",unit=\"ssh.service\"}");
+	status = http_get(9100, "/metrics", served, sizeof(served));
+	in_node = status != 200 ? -1 : sample(served, "highwater_rlimit_peak{cgroup=\"/system.slice/ssh.service\",limit=\"nofile\",unit=\"ssh.service\"}");
 	tap_ok(in_node == in_file && sample(served, "node_textfile_scrape_error") == 0,
 	       "node_exporter on :9100 serves them as they are in the file (%g), no textfile error", in_node);
 
