@@ -58,10 +58,11 @@ int main(int argc, char **argv)
 	const char *tmp = "/tmp/highwater-cli-test.out";
 	struct hw_marks m;
 	char text[65536], msg[200];
+	int status;
 
 	dir = argc > 1 ? argv[1] : "tests/fixtures";
 	snprintf(hw, sizeof(hw), "%s/../../build/highwater", dir);
-	tap_plan(20);
+	tap_plan(21);
 
 	tap_ok(hw_cmd((char *[]){ "--help", NULL }) == 0 &&
 	       strstr(out, "usage: highwater run") && strstr(out, "--margin"),
@@ -77,6 +78,12 @@ int main(int argc, char **argv)
 	       one_line("--margin takes a percentage from 0 to 1000, not 'lots'") &&
 	       hw_cmd((char *[]){ "show", "-m", "-5", "1", NULL }) == HW_EX_USAGE,
 	       "bad margin: 64");
+	tap_ok(hw_cmd((char *[]){ "export", "-f", "json", NULL }) == HW_EX_USAGE &&
+	       one_line("export writes Prometheus's text format: --format is for reports") &&
+	       hw_cmd((char *[]){ "export", "-m", "lots", NULL }) == HW_EX_USAGE &&
+	       (status = hw_cmd((char *[]){ "export", "-m", "10", "/nonexistent-cgroup", NULL }),
+		status == HW_EX_NOINPUT || status == HW_EX_UNAVAILABLE),
+	       "export: --format refused (64), --margin taken (a bad one 64; a good one reaches the roots: 66, or 69 with no cgroup2 mounted)");
 	tap_ok(hw_cmd((char *[]){ "run", "-t", "0", "--", "true", NULL }) == HW_EX_USAGE &&
 	       one_line("--timeout takes a positive number of seconds"),
 	       "bad timeout: 64");
