@@ -215,3 +215,23 @@ hw_kmake() {
 		make -C "$src" O="$out" ARCH=x86_64 CC="ccache gcc" HOSTCC="ccache gcc" \
 		-j"$(nproc)" "$@"
 }
+
+# hw_series_objects KBUILD: the objects of the .c files the series' patches
+# touch (tools/ aside; any patch's, so that a file one patch changes and a
+# later one restores counts), one "FILE OBJECT" line each, OBJECT "-" when
+# the kernel built in KBUILD (a build/kbuild directory of build/linux) does
+# not build it.  A file #included into another one (kernel/sched/*.c into
+# build_policy.c) gives the object whose dependencies list it.
+hw_series_objects() {
+	local dir=$HW_BUILD/kbuild/$1 f o cmd
+	git -C "$HW_TREE" log --format= --name-only base..HEAD -- '*.c' | grep -v '^tools/' | sort -u |
+		while read -r f; do
+			o=${f%.c}.o
+			if [ ! -e "$dir/$o" ]; then
+				cmd=$(grep -l -- "/$f" "$dir/$(dirname "$f")"/.*.o.cmd 2>/dev/null | head -1 || true)
+				[ -n "$cmd" ] && o=$(dirname "$f")/$(basename "${cmd#*/.}" .cmd)
+			fi
+			[ -e "$dir/$o" ] || o=-
+			echo "$f $o"
+		done
+}
