@@ -6,10 +6,10 @@
  *
  * Mounts /proc, copies /proc/self/limits_peak and /proc/self/status to the
  * console and says, as vm/job does, "highwater-vm: exit status N": 0 when
- * limits_peak has its header and a line per limit, 1 otherwise.  Then it powers the machine off (QEMU runs with -no-reboot).
+ * limits_peak has its header and a line per limit, 1 otherwise.  Then it
+ * reboots, which ends QEMU (it runs with -no-reboot).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
