@@ -16,9 +16,12 @@
 #   make fuzz        the parsers under libFuzzer, ASan and UBSan (FUZZ_SECONDS=600 in all)
 #   make highwater   build the highwater command (build/highwater)
 #   make install     install it and its man page (PREFIX=/usr/local, DESTDIR)
-#   make deb         the highwater .deb (debian/), lintian-checked, in build/deb
+#   make deb         the highwater .deb (debian/), lintian-checked, and the patched kernel's
+#                    linux-image and linux-headers packages (Debian's configuration), in build/deb
+#   make debian      the test command on the series built with Debian's configuration,
+#                    AppArmor enabled (tests/debian; not in CI: its cold build is long)
 
-.PHONY: demo test check reliability bench peer fuzz kernel tree export checkpatch status clean highwater install deb
+.PHONY: demo test check reliability bench peer fuzz kernel tree export checkpatch status clean highwater install deb debian
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -64,6 +67,10 @@ check: build/highwater $(UNIT_TESTS)
 
 deb:
 	contrib/build-deb
+	vm/build-debian --packages
+
+debian:
+	tests/debian
 
 install: build/highwater
 	install -D -m 0755 build/highwater $(DESTDIR)$(PREFIX)/bin/highwater

@@ -31,6 +31,7 @@ struct cg {
 	char mount[256];
 	char parent[768];	/* absolute directory */
 	char leaf[1024];	/* absolute directory, "" when none */
+	char aside[1040];	/* where highwater moved itself out of parent, or "" */
 	bool enabled_pids, enabled_memory;	/* to undo in the parent */
 };
 
@@ -147,6 +148,63 @@ static int apply_limits(struct cg *cg, const struct hw_run_opts *o)
 }
 
 /*
+ * How many processes @dir's cgroup has of its own (2 for "more than one"),
+ * and whether highwater is the one.  -errno when it cannot be read.
+ */
+static int own_processes(const char *dir, bool *only_self)
+{
+	char path[1200], buf[64];
+	int len, n = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	len = hw_read_file(path, buf, sizeof(buf));
+	if (len == -EFBIG)
+		return 2;
+	if (len < 0)
+		return len;
+	for (char *t = strtok(buf, "\n"); t; t = strtok(NULL, "\n"))
+		n++;
+	*only_self = n == 1 && atoi(buf) == (int)getpid();
+	return n > 1 ? 2 : n;
+}
+
+/*
+ * cgroup v2 gives no domain controller (memory) to the children of a cgroup
+ * with processes of its own, but the root's, and a threaded one (pids)
+ * enabled there makes it a thread root, whose children take no process at
+ * all.  So the parent must have none: highwater alone in it (under
+ * systemd-run --scope -p Delegate=yes) moves itself to a cgroup beside the
+ * leaf, and back when the run is over; with others there (a login
+ * session's, a service's), the leaf gets no controller, and a note says
+ * what to do.  True when controllers may be enabled.
+ */
+static bool parent_without_processes(struct cg *cg, struct hw_marks *m)
+{
+	bool only_self = false;
+	char pid[32];
+	int n;
+
+	if (!strcmp(cg->parent, cg->mount))
+		return true;
+	n = own_processes(cg->parent, &only_self);
+	if (n == 0)
+		return true;
+	if (only_self) {
+		snprintf(cg->aside, sizeof(cg->aside), "%s/highwater-%d.self", cg->parent,
+			 (int)getpid());
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		if (!mkdir(cg->aside, 0755) && !write_file(cg->aside, "cgroup.procs", pid))
+			return true;
+		rmdir(cg->aside);
+		cg->aside[0] = '\0';
+	}
+	hw_note(m, "task peak: %s has %s processes of its own, and cgroup v2 then gives its children no controller: run highwater under systemd-run --scope -p Delegate=yes (--user when not root), or give --cgroup-parent a cgroup without processes",
+		cg->parent + strlen(cg->mount), n < 0 ? "unknown" : only_self ? "highwater's" : "other");
+	hw_note(m, "memory peak: not measured either, as the task peak says");
+	return false;
+}
+
+/*
  * Make the leaf.  On failure the run goes on without cgroup marks, and the
  * notes say why and what to do.
  */
@@ -155,7 +213,7 @@ static void cgroup_setup(struct cg *cg, const char *parent, struct hw_marks *m)
 	char own[512];
 	int r;
 
-	cg->leaf[0] = '\0';
+	cg->leaf[0] = cg->aside[0] = '\0';
 	r = hw_cgroup2_mount(cg->mount, sizeof(cg->mount));
 	if (r) {
 		hw_note(m, "cgroup marks (tasks, memory, devices): no cgroup2 file system is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
@@ -191,8 +249,10 @@ static void cgroup_setup(struct cg *cg, const char *parent, struct hw_marks *m)
 		cg->leaf[0] = '\0';
 		return;
 	}
-	cg->enabled_pids = enable_controller(cg, "pids", m);
-	cg->enabled_memory = enable_controller(cg, "memory", m);
+	if (parent_without_processes(cg, m)) {
+		cg->enabled_pids = enable_controller(cg, "pids", m);
+		cg->enabled_memory = enable_controller(cg, "memory", m);
+	}
 	snprintf(m->cgroup, sizeof(m->cgroup), "%s", cg->leaf + strlen(cg->mount));
 }
 
@@ -209,6 +269,15 @@ static void cgroup_cleanup(struct cg *cg)
 		write_file(cg->parent, "cgroup.subtree_control", "-memory");
 	if (cg->enabled_pids)
 		write_file(cg->parent, "cgroup.subtree_control", "-pids");
+	if (cg->aside[0]) {
+		char pid[32];
+
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		if (write_file(cg->parent, "cgroup.procs", pid) || rmdir(cg->aside))
+			hw_warn("could not return to %s from %s: %s", cg->parent, cg->aside,
+				strerror(errno));
+		cg->aside[0] = '\0';
+	}
 	cg->leaf[0] = '\0';
 }
 

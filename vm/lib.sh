@@ -216,6 +216,20 @@ hw_kmake() {
 		-j"$(nproc)" "$@"
 }
 
+# hw_debian_config TREE CONFIG: Debian's amd64 image configuration
+# (linux-config-6.12, config.amd64_none_amd64) written to CONFIG, made
+# buildable from TREE: Debian's signing certificates are not in the source
+# package, so a key is generated for the modules instead.  Not yet
+# olddefconfig'd.
+hw_debian_config() {
+	local tree=$1 config=$2
+	hw_need_pkgs /usr/src/linux-config-6.12/config.amd64_none_amd64.xz:linux-config-6.12
+	xz -dc /usr/src/linux-config-6.12/config.amd64_none_amd64.xz >"$config"
+	"$tree/scripts/config" --file "$config" \
+		--set-str SYSTEM_TRUSTED_KEYS "" --set-str SYSTEM_REVOCATION_KEYS "" \
+		--set-str MODULE_SIG_KEY "certs/signing_key.pem" -d MODULE_SIG_ALL
+}
+
 # hw_series_objects KBUILD: the objects of the .c files the series' patches
 # touch (tools/ aside; any patch's, so that a file one patch changes and a
 # later one restores counts), one "FILE OBJECT" line each, OBJECT "-" when
