@@ -11,11 +11,13 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -323,18 +325,181 @@ static double now(void)
 }
 
 /*
+ * Windows (--interval).  The marks are maxima since each cgroup was made;
+ * memory.peak alone can restart for a reader (6.12): a write to an open
+ * memory.peak makes reads through that descriptor show the peak since then,
+ * from the usage then.  The loop holds one per cgroup, sorted by path: at each
+ * export it reads the last interval's peak and restarts it.  A cgroup first
+ * seen gets its descriptor and its first window at the next export.
+ */
+struct window {
+	char *path;	/* the cgroup's memory.peak */
+	int fd;
+	bool seen;	/* by this export's walk */
+};
+
+struct windows {
+	struct window *w;
+	int n, size;
+};
+
+static int window_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct window *)a)->path, ((const struct window *)b)->path);
+}
+
+/* Open @path and restart its peak: a new window, or -1 (said once). */
+static int window_open(const char *path)
+{
+	static bool told;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd >= 0 && pwrite(fd, "reset\n", 6, 0) != 6) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0 && errno != ENOENT && errno != ENODEV && !told) {
+		told = true;
+		hw_warn("cannot restart %s: %s: no memory peak of the interval for it%s", path,
+			strerror(errno),
+			errno == EACCES || errno == EPERM ?
+			" (a restart is a write: as root, on Linux 6.12 or later)" :
+			errno == EMFILE ? " (one descriptor a cgroup: raise the hard LimitNOFILE=)" : "");
+	}
+	return fd;
+}
+
+/*
+ * The last interval's memory peak of every cgroup in @cgs that has one, into
+ * its marks, and a new interval started; windows of removed cgroups closed.
+ */
+static int window_peaks(const char *mount, struct cgroups *cgs, struct windows *ws)
+{
+	int known = ws->n, kept = 0;
+
+	for (int i = 0; i < ws->n; i++)
+		ws->w[i].seen = false;
+	for (int c = 0; c < cgs->n; c++) {
+		struct hw_marks *m = &cgs->m[c];
+		struct window key = { 0 }, *w;
+		char path[1200], buf[32];
+		ssize_t len;
+
+		if (!m->have_memory_peak)
+			continue;
+		snprintf(path, sizeof(path), "%s%s/memory.peak", mount, m->cgroup);
+		key.path = path;
+		w = bsearch(&key, ws->w, known, sizeof(*w), window_cmp);
+		if (w) {
+			w->seen = true;
+			len = pread(w->fd, buf, sizeof(buf) - 1, 0);
+			if (len > 0) {
+				buf[len] = '\0';
+				m->have_memory_window = !hw_parse_u64(buf, &m->memory_window);
+			}
+			/* Restarted at once; a cgroup made again under the same name fails the read. */
+			if (len > 0 && pwrite(w->fd, "reset\n", 6, 0) == 6)
+				continue;
+			close(w->fd);
+			w->fd = window_open(path);
+			m->have_memory_window = false;
+			continue;
+		}
+		if (ws->n == ws->size) {
+			int size = ws->size ? 2 * ws->size : 64;
+			struct window *grown = realloc(ws->w, size * sizeof(*grown));
+
+			if (!grown)
+				return -ENOMEM;
+			ws->w = grown;
+			ws->size = size;
+		}
+		w = &ws->w[ws->n];
+		w->path = strdup(path);
+		if (!w->path)
+			return -ENOMEM;
+		w->fd = window_open(path);
+		w->seen = true;
+		ws->n++;
+	}
+	/* Close what was not seen (removed cgroups) or not opened, keep the rest sorted. */
+	for (int i = 0; i < ws->n; i++) {
+		struct window *w = &ws->w[i];
+
+		if (w->seen && w->fd >= 0) {
+			ws->w[kept++] = *w;
+		} else {
+			if (w->fd >= 0)
+				close(w->fd);
+			free(w->path);
+		}
+	}
+	ws->n = kept;
+	qsort(ws->w, ws->n, sizeof(*ws->w), window_cmp);
+	return 0;
+}
+
+/* export --interval's own families: each cgroup's memory peak of the interval. */
+static void interval_family(FILE *out, const struct cgroups *cgs, double interval)
+{
+	family(out, "highwater_memory_peak_window_bytes", "gauge",
+	       "The most memory charged to the cgroup since the previous export (memory.peak restarted at each); from the cgroup's second export on.");
+	for (int c = 0; c < cgs->n; c++)
+		if (cgs->m[c].have_memory_window) {
+			series(out, "highwater_memory_peak_window_bytes", &cgs->m[c]);
+			value(out, cgs->m[c].memory_window);
+		}
+	family(out, "highwater_export_interval_seconds", "gauge",
+	       "The time between two exports (--interval): the window of highwater_memory_peak_window_bytes.");
+	fprintf(out, "highwater_export_interval_seconds %g\n", interval);
+}
+
+/* DIR/highwater.prom, written aside and renamed; 0 or an exit code. */
+static int write_textfile(const char *textfile_dir, const struct cgroups *cgs, double seconds,
+			  int margin, double interval)
+{
+	char tmp[1100], final[1100];
+	FILE *out;
+	bool bad;
+	int r;
+
+	snprintf(final, sizeof(final), "%s/highwater.prom", textfile_dir);
+	snprintf(tmp, sizeof(tmp), "%s/.highwater.prom.%d", textfile_dir, (int)getpid());
+	out = fopen(tmp, "we");
+	if (!out) {
+		r = errno;
+		hw_warn("cannot write %s: %s", tmp, strerror(r));
+		return r == EACCES || r == EPERM ? HW_EX_NOPERM : HW_EX_IOERR;
+	}
+	hw_export_write(out, cgs->m, cgs->n, seconds, margin);
+	if (interval)
+		interval_family(out, cgs, interval);
+	bad = fflush(out) || fsync(fileno(out));
+	if (fclose(out))
+		bad = true;
+	if (bad || rename(tmp, final)) {
+		hw_warn("cannot write %s: %s", final, strerror(errno));
+		unlink(tmp);
+		return HW_EX_IOERR;
+	}
+	return 0;
+}
+
+/*
  * Read every cgroup under @roots (relative to the cgroup2 mount; default
  * system.slice and machine.slice, those that exist) and write them to @out,
- * or with @textfile_dir to DIR/highwater.prom, written aside and renamed.
+ * or with @textfile_dir to DIR/highwater.prom, written aside and renamed;
+ * with @interval, again every @interval seconds, with the windows above.
  * 0 or an exit code, with a message.
  */
-int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int margin)
+int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int margin,
+	      double interval)
 {
 	static char *defaults[] = { "system.slice", "machine.slice" };
-	struct cgroups cgs = { 0 };
-	char mount[256], dir[1024], tmp[1100], final[1100];
-	double start = now();
-	int r = 0, found = 0;
+	struct windows ws = { 0 };
+	char mount[256], dir[1024], **dirs;
+	struct timespec next;
+	int r = 0, ndirs = 0;
 
 	if (hw_cgroup2_mount(mount, sizeof(mount))) {
 		hw_warn("no cgroup2 file system is mounted (mount -t cgroup2 none /sys/fs/cgroup)");
@@ -344,7 +509,10 @@ int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int
 		roots = defaults;
 		nroots = 2;
 	}
-	for (int i = 0; i < nroots && !r; i++) {
+	dirs = calloc(nroots, sizeof(*dirs));
+	if (!dirs)
+		return HW_EX_SOFTWARE;
+	for (int i = 0; i < nroots; i++) {
 		struct stat st;
 
 		snprintf(dir, sizeof(dir), "%s/%s", mount, roots[i][0] == '/' ? roots[i] + 1 : roots[i]);
@@ -354,46 +522,71 @@ int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int
 			if (roots == defaults)
 				continue;	/* no containers here, say */
 			hw_warn("%s is not a cgroup (give paths under %s, or relative to it)", dir, mount);
-			free(cgs.m);
-			return HW_EX_NOINPUT;
+			r = HW_EX_NOINPUT;
+			goto out;
 		}
-		found++;
-		r = walk(mount, dir, &cgs, 0);
+		if (!(dirs[ndirs++] = strdup(dir))) {
+			r = HW_EX_SOFTWARE;
+			goto out;
+		}
 	}
-	if (r) {
-		hw_warn("cannot read the cgroups: %s", strerror(-r));
-		free(cgs.m);
-		return r == -ENOMEM ? HW_EX_SOFTWARE : HW_EX_IOERR;
-	}
-	if (!found)
+	if (!ndirs)
 		hw_warn("neither system.slice nor machine.slice is under %s: nothing to export (give the roots)", mount);
 
-	if (textfile_dir) {
-		snprintf(final, sizeof(final), "%s/highwater.prom", textfile_dir);
-		snprintf(tmp, sizeof(tmp), "%s/.highwater.prom.%d", textfile_dir, (int)getpid());
-		out = fopen(tmp, "we");
-		if (!out) {
-			r = errno;
-			hw_warn("cannot write %s: %s", tmp, strerror(r));
-			free(cgs.m);
-			return r == EACCES || r == EPERM ? HW_EX_NOPERM : HW_EX_IOERR;
-		}
-	}
-	hw_export_write(out, cgs.m, cgs.n, now() - start, margin);
-	free(cgs.m);
-	if (textfile_dir) {
-		bool bad = fflush(out) || fsync(fileno(out));
+	if (interval) {
+		struct rlimit nofile;
 
-		if (fclose(out))
-			bad = true;
-		if (bad || rename(tmp, final)) {
-			hw_warn("cannot write %s: %s", final, strerror(errno));
-			unlink(tmp);
-			return HW_EX_IOERR;
+		/* A descriptor per cgroup held: the soft limit (1024 by default) up to the hard one. */
+		if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
+			nofile.rlim_cur = nofile.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &nofile);
 		}
-	} else if (fflush(out)) {
-		hw_warn("cannot write the metrics: %s", strerror(errno));
-		return HW_EX_IOERR;
 	}
-	return 0;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (;;) {
+		struct cgroups cgs = { 0 };
+		double start = now();
+
+		for (int i = 0; i < ndirs && !r; i++)
+			r = walk(mount, dirs[i], &cgs, 0);
+		if (!r && interval)
+			r = window_peaks(mount, &cgs, &ws);
+		if (r) {
+			hw_warn("cannot read the cgroups: %s", strerror(-r));
+			free(cgs.m);
+			r = r == -ENOMEM ? HW_EX_SOFTWARE : HW_EX_IOERR;
+			break;
+		}
+		if (textfile_dir) {
+			r = write_textfile(textfile_dir, &cgs, now() - start, margin, interval);
+		} else {
+			hw_export_write(out, cgs.m, cgs.n, now() - start, margin);
+			if (fflush(out)) {
+				hw_warn("cannot write the metrics: %s", strerror(errno));
+				r = HW_EX_IOERR;
+			}
+		}
+		free(cgs.m);
+		if (r || !interval)
+			break;
+		/* On the interval's grid: a slow export does not shift the next. */
+		next.tv_sec += (time_t)interval;
+		next.tv_nsec += (long)((interval - (time_t)interval) * 1e9);
+		if (next.tv_nsec >= 1000000000L) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000L;
+		}
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
+	}
+out:
+	for (int i = 0; i < ws.n; i++) {
+		close(ws.w[i].fd);
+		free(ws.w[i].path);
+	}
+	free(ws.w);
+	for (int i = 0; i < ndirs; i++)
+		free(dirs[i]);
+	free(dirs);
+	return r;
 }

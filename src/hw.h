@@ -125,6 +125,9 @@ struct hw_marks {
 	uint64_t pids_peak;
 	uint64_t pids_max;	/* HW_UNLIMITED for max */
 	uint64_t memory_peak, memory_max;
+	/* export --interval: memory.peak since the previous export (its reset) */
+	bool have_memory_window;
+	uint64_t memory_window;
 	uint64_t memory_file;	/* page cache at the end: memory.stat file less shmem */
 	uint64_t memory_shmem;	/* shared memory at the end: memory.stat shmem */
 	/*
@@ -251,10 +254,13 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m);
 /*
  * export.c: every cgroup under @roots (default system.slice, machine.slice)
  * in Prometheus's text format, to @out or atomically to
- * TEXTFILE_DIR/highwater.prom; 0 or an exit code.  hw_export_write writes
- * the marks of @n cgroups read in @seconds.
+ * TEXTFILE_DIR/highwater.prom; 0 or an exit code.  With @interval (seconds),
+ * again every @interval until it fails or is killed, each export with the
+ * memory peak of the interval.  hw_export_write writes the marks of @n
+ * cgroups read in @seconds.
  */
-int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int margin);
+int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int margin,
+	      double interval);
 void hw_export_write(FILE *out, const struct hw_marks *m, int n, double seconds, int margin);
 
 /* parse.c: "highwater: ..." on stderr */

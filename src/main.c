@@ -48,6 +48,8 @@ static const char usage[] =
 "      --pids-max N        run: the workload's task limit (pids.max)\n"
 "      --memory-max SIZE   run: its memory limit (memory.max; K, M, G suffixes)\n"
 "      --textfile-dir DIR  export: write DIR/highwater.prom, atomically (node_exporter)\n"
+"      --interval SECONDS  export: again every SECONDS (s, m, h suffixes), with each\n"
+"                          cgroup's memory peak of the interval (memory.peak reset)\n"
 "  -V, --version           highwater's version\n"
 "  -h, --help              this help\n"
 "\n"
@@ -464,6 +466,7 @@ struct call {
 	FILE *out;			/* for export, which writes its own */
 	const char *textfile_dir;	/* export --textfile-dir */
 	int margin;			/* export's recommended values */
+	double interval;		/* export --interval: seconds, 0 once */
 };
 
 static int verb_run(const struct call *c)
@@ -501,7 +504,7 @@ static int verb_merge(const struct call *c)
 
 static int verb_export(const struct call *c)
 {
-	return hw_export(c->argv, c->argc, c->out, c->textfile_dir, c->margin);
+	return hw_export(c->argv, c->argc, c->out, c->textfile_dir, c->margin, c->interval);
 }
 
 /*
@@ -538,6 +541,7 @@ int main(int argc, char **argv)
 		{ "pids-max", required_argument, NULL, 'P' },
 		{ "memory-max", required_argument, NULL, 'M' },
 		{ "textfile-dir", required_argument, NULL, 'T' },
+		{ "interval", required_argument, NULL, 'I' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -548,6 +552,7 @@ int main(int argc, char **argv)
 	const char *sub, *output = NULL, *textfile_dir = NULL;
 	bool format_given = false;
 	int format = HW_TEXT, margin = DEFAULT_MARGIN, c, code;
+	double interval = 0;
 	FILE *out = stdout;
 	char *end;
 
@@ -580,6 +585,10 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'T':
 			textfile_dir = optarg;
+			break;
+		case 'I':
+			if (parse_timeout(optarg, &interval) || interval < 1 || interval > 86400)
+				return usage_error("--interval takes seconds from 1 to a day (or with m or h), not '%s'", optarg);
 			break;
 		case 'f':
 			format_given = true;
@@ -636,6 +645,10 @@ int main(int argc, char **argv)
 		return usage_error("--textfile-dir is an option of export");
 	if (textfile_dir && output)
 		return usage_error("give --textfile-dir or --output, not both");
+	if (interval && !verb->metrics)
+		return usage_error("--interval is an option of export");
+	if (interval && !textfile_dir)
+		return usage_error("export --interval writes again and again: give --textfile-dir");
 
 	/* Open the output first: a bad path must fail before anything runs. */
 	if (output) {
@@ -647,7 +660,7 @@ int main(int argc, char **argv)
 	}
 
 	hw_marks_init(&marks);
-	code = verb->fn(&(struct call){ argv, argc, &ro, &marks, out, textfile_dir, margin });
+	code = verb->fn(&(struct call){ argv, argc, &ro, &marks, out, textfile_dir, margin, interval });
 	if (code < 0 || (code && !verb->runs) || verb->metrics) {
 		code = abs(code);
 		goto out;

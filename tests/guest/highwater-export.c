@@ -49,13 +49,14 @@ static int has_line(const char *text, const char *line)
  */
 static int units_verify(char *complaints, size_t size)
 {
-	static const char *const units[] = { "highwater-export.service", "highwater-export.timer" };
+	static const char *const units[] = { "highwater-export.service", "highwater-export.timer",
+					     "highwater-export-windows.service" };
 	char src[PATH_MAX], dst[300], text[4096], *at;
 	int status;
 
 	if (access("/usr/bin/systemd-analyze", X_OK))
 		return -1;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		FILE *f;
 
 		/* build/highwater -> contrib/UNIT */
@@ -77,7 +78,8 @@ static int units_verify(char *complaints, size_t size)
 	}
 	status = spawn_capture((char *[]){ "systemd-analyze", "verify", "--man=no",
 					   "/tmp/highwater-export.service",
-					   "/tmp/highwater-export.timer", NULL },
+					   "/tmp/highwater-export.timer",
+					   "/tmp/highwater-export-windows.service", NULL },
 			       out, sizeof(out), complaints, size);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && !strstr(complaints, "highwater-export");
 }
@@ -146,7 +148,7 @@ int main(void)
 	if (status < 0)
 		tap_ok(1, "# SKIP systemd-analyze is not installed");
 	else
-		tap_ok(status, "contrib/highwater-export.service and .timer: systemd-analyze verify accepts them%s%s",
+		tap_ok(status, "contrib/highwater-export.service, .timer and highwater-export-windows.service: systemd-analyze verify accepts them%s%s",
 		       err[0] ? ": " : "", err);
 
 	kill(pid, SIGKILL);

@@ -7,7 +7,9 @@
  * The service, under its own sandbox (ProtectSystem=strict, PrivateNetwork=
  * ...), writes every system.slice service's marks there; node_exporter
  * serves them on :9100 as they are in the file; the timer starts the
- * service again at the next minute.  (The fleet's rules are tested with
+ * service again at the next minute; highwater-export-windows.service, the
+ * daemon, replaces the timer and adds each service's memory peak of the
+ * interval.  (The fleet's rules are tested with
  * three node_exporters and Prometheus in the plain boot:
  * tests/guest/highwater-fleet.c.)
  */
@@ -80,7 +82,33 @@ int main(void)
 	tap_ok(!status && !stat(TEXTFILE, &st) && st.st_mtime != first,
 	       "highwater-export.timer starts the export again at the next minute");
 
-	tap_ok(!sh("systemctl stop highwater-export.timer && rm -f /etc/systemd/system/highwater-export.* "
+	/*
+	 * The daemon in its sandbox: it stops the timer, writes memory.peak
+	 * files and has each service's memory peak of the interval (2 s here,
+	 * through a drop-in, not the unit's minute) from its second export on.
+	 */
+	snprintf(cmd, sizeof(cmd),
+		 "install -m 0644 %s/../contrib/highwater-export-windows.service /etc/systemd/system/ && "
+		 "mkdir -p /etc/systemd/system/highwater-export-windows.service.d && "
+		 "printf '[Service]\\nExecStart=\\nExecStart=/usr/local/bin/highwater export --interval 2 "
+		 "--textfile-dir /var/lib/prometheus/node-exporter\\n' "
+		 ">/etc/systemd/system/highwater-export-windows.service.d/interval.conf && "
+		 "systemctl daemon-reload && systemctl start highwater-export-windows.service", src);
+	status = sh(cmd);
+	in_file = -1;
+	for (int i = 0; !status && i < 60 && in_file <= 0; i++) {
+		sleep(1);
+		if (hw_read_file(TEXTFILE, metrics, sizeof(metrics)) > 0)
+			in_file = sample(metrics, "highwater_memory_peak_window_bytes{cgroup=\"/system.slice/nginx.service\",unit=\"nginx.service\"}");
+	}
+	tap_ok(!status && in_file > 0 && !sh("systemctl is-active highwater-export-windows.service") &&
+	       sh("systemctl is-active highwater-export.timer") &&
+	       sample(metrics, "highwater_export_interval_seconds") == 2,
+	       "highwater-export-windows.service: it stops the timer and writes nginx.service's memory peak of the interval (%g bytes)",
+	       in_file);
+
+	tap_ok(!sh("systemctl stop highwater-export.timer highwater-export-windows.service && "
+		   "rm -rf /etc/systemd/system/highwater-export.* /etc/systemd/system/highwater-export-windows.* "
 		   "/usr/local/bin/highwater " TEXTFILE " && systemctl daemon-reload"),
 	       "the units, the command and the file are removed");
 	printf("1..%d\n", tap_n);

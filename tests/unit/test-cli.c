@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 
 	dir = argc > 1 ? argv[1] : "tests/fixtures";
 	snprintf(hw, sizeof(hw), "%s/../../build/highwater", dir);
-	tap_plan(21);
+	tap_plan(22);
 
 	tap_ok(hw_cmd((char *[]){ "--help", NULL }) == 0 &&
 	       strstr(out, "usage: highwater run") && strstr(out, "--margin"),
@@ -84,6 +84,14 @@ int main(int argc, char **argv)
 	       (status = hw_cmd((char *[]){ "export", "-m", "10", "/nonexistent-cgroup", NULL }),
 		status == HW_EX_NOINPUT || status == HW_EX_UNAVAILABLE),
 	       "export: --format refused (64), --margin taken (a bad one 64; a good one reaches the roots: 66, or 69 with no cgroup2 mounted)");
+	tap_ok(hw_cmd((char *[]){ "export", "--interval", "1", NULL }) == HW_EX_USAGE &&
+	       one_line("export --interval writes again and again: give --textfile-dir") &&
+	       hw_cmd((char *[]){ "export", "--interval", "0.5", "--textfile-dir", "/tmp", NULL }) == HW_EX_USAGE &&
+	       one_line("--interval takes seconds from 1 to a day (or with m or h), not '0.5'") &&
+	       hw_cmd((char *[]){ "export", "--interval", "2d", "--textfile-dir", "/tmp", NULL }) == HW_EX_USAGE &&
+	       hw_cmd((char *[]){ "show", "--interval", "60", "1", NULL }) == HW_EX_USAGE &&
+	       one_line("--interval is an option of export"),
+	       "export --interval: without --textfile-dir, under a second, a bad suffix, on another command: 64");
 	tap_ok(hw_cmd((char *[]){ "run", "-t", "0", "--", "true", NULL }) == HW_EX_USAGE &&
 	       one_line("--timeout takes a positive number of seconds"),
 	       "bad timeout: 64");
