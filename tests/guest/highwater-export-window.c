@@ -2,9 +2,10 @@
 /*
  * highwater export --interval: the memory peak of each interval.  A process
  * holds 8 MiB in its cgroup, and once touches 64 MiB more and frees them.
- * The window that saw the spike has it, a later one does not (while the
- * cumulative memory.peak keeps it), every window holds what stayed charged,
- * and a removed cgroup's descriptor is closed.
+ * The window that saw the spike has it, also when another reader restarts
+ * its own memory.peak right after (patch 42), a later one does not (while
+ * the cumulative memory.peak keeps it), every window holds what stayed
+ * charged, and a removed cgroup's descriptor is closed.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -124,7 +125,7 @@ static int peak_fds(pid_t daemon)
 
 int main(void)
 {
-	int cmd[2], reply[2], status, exports, fds;
+	int cmd[2], reply[2], status, exports, fds, other;
 	long long first = -1, w, spiked = -1, after = -1, cumulative = -1, low = -1;
 	pid_t work, daemon;
 	char c;
@@ -168,14 +169,19 @@ int main(void)
 	 */
 	if (write(cmd[1], "s", 1) != 1 || read(reply[0], &c, 1) != 1)
 		bail("the worker did not spike");
+	/* Another reader restarts its own file: the daemon's window keeps the spike (patch 42). */
+	other = open(JOB "/memory.peak", O_RDWR | O_CLOEXEC);
+	if (other < 0 || write(other, "reset\n", 6) != 6)
+		bail("another reader's restart of memory.peak");
 	for (int i = 0; i < 2 && !next_export(); i++) {
 		w = job_sample("highwater_memory_peak_window_bytes");
 		spiked = w > spiked ? w : spiked;
 	}
 	cumulative = job_sample("highwater_memory_peak_bytes");
 	tap_ok(spiked >= (long long)(HELD + SPIKE),
-	       "the windows over the spike: %lld bytes, at least %llu held and spiked", spiked,
-	       HELD + SPIKE);
+	       "the windows over the spike, restarted by another reader after it: %lld bytes, at least %llu held and spiked",
+	       spiked, HELD + SPIKE);
+	close(other);
 
 	/* Later windows restart without it; the cumulative peak keeps it. */
 	for (int i = 0; i < 5 && low < 0 && !next_export(); i++) {
