@@ -569,13 +569,19 @@ int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int
 		free(cgs.m);
 		if (r || !interval)
 			break;
-		/* On the interval's grid: a slow export does not shift the next. */
-		next.tv_sec += (time_t)interval;
-		next.tv_nsec += (long)((interval - (time_t)interval) * 1e9);
-		if (next.tv_nsec >= 1000000000L) {
-			next.tv_sec++;
-			next.tv_nsec -= 1000000000L;
-		}
+		/*
+		 * On the interval's grid, so that a slow export does not shift
+		 * the next; one longer than the interval skips the times it
+		 * overran rather than exporting back to back.
+		 */
+		do {
+			next.tv_sec += (time_t)interval;
+			next.tv_nsec += (long)((interval - (time_t)interval) * 1e9);
+			if (next.tv_nsec >= 1000000000L) {
+				next.tv_sec++;
+				next.tv_nsec -= 1000000000L;
+			}
+		} while (next.tv_sec + next.tv_nsec / 1e9 < now());
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
 	}
