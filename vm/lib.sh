@@ -5,6 +5,11 @@ HW_BUILD=$HW_ROOT/build
 HW_TREE=$HW_BUILD/linux
 HW_PATCHES=$HW_ROOT/kernel/patches
 HW_CONFIGS=$HW_ROOT/kernel/config
+# The small kernel (build/kbuild/minimal): everything the series touches off
+# but /proc, with an initramfs (boot.config).  make reliability's options
+# step builds and links it, and the prefix walk boots it at every prefix,
+# starting from it: one build for both.
+HW_SMALL_CONFIG=("$HW_CONFIGS/minimal.config" "$HW_CONFIGS/boot.config")
 
 # The Debian source the series is written against.  Another 6.12 version is
 # used (with a warning) only when this one is no longer in the archive.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * highwater export in the guest: a tree of 1,000 cgroups and one with a
- * living process that holds a spike of descriptors (100 cgroups on the
+ * living process that holds a spike of descriptors (25 cgroups on the
  * checkers' kernels), exported for node_exporter's textfile collector.  The process's peak is in the metrics
  * exactly, every cgroup has its samples, the file appears whole (written
  * aside, renamed), and the time 1,000 cgroups take is printed.
@@ -88,7 +88,7 @@ int main(void)
 {
 	char path[300], line[400];
 	struct timespec t0, t1;
-	int status, nofile = 0, made = 0, cgroups = on_checker_kernel() ? 100 : 1000;
+	int status, nofile = 0, made = 0, cgroups = on_checker_kernel() ? 25 : 1000;
 	char want[64];
 	double seconds;
 	pid_t pid;

@@ -189,10 +189,10 @@ static void ignores_sigterm(void)
 	tap_ok(no_cgroup_left("highwater-"), "ignores SIGTERM: no cgroup left");
 }
 
-/* 5,000 orphans (200 on the checkers' kernels, where each costs ten times as much) */
+/* 5,000 orphans (100 on the checkers' kernels, where each costs ten times as much) */
 static void many_processes(void)
 {
-	int n = on_checker_kernel() ? 200 : 5000;
+	int n = on_checker_kernel() ? 100 : 5000;
 	struct timespec t0, t1;
 	struct hw_marks m;
 	char count[16];
