@@ -175,9 +175,11 @@ hw_cc_test() {
 hw_apt_install() {
 	mkdir -p "$HW_BUILD"
 	export DEBIAN_FRONTEND=noninteractive
-	hw_sudo apt-get install -y --no-install-recommends "$@" >>"$HW_BUILD/apt.log" 2>&1 && return 0
-	hw_sudo apt-get update >>"$HW_BUILD/apt.log" 2>&1 || true
-	hw_sudo apt-get install -y --no-install-recommends "$@" >>"$HW_BUILD/apt.log" 2>&1
+	# The lock timeout: CI's background steps may install beside make test.
+	local apt=(apt-get -o DPkg::Lock::Timeout=300)
+	hw_sudo "${apt[@]}" install -y --no-install-recommends "$@" >>"$HW_BUILD/apt.log" 2>&1 && return 0
+	hw_sudo "${apt[@]}" update >>"$HW_BUILD/apt.log" 2>&1 || true
+	hw_sudo "${apt[@]}" install -y --no-install-recommends "$@" >>"$HW_BUILD/apt.log" 2>&1
 }
 
 # hw_stale_int3 LOG: did the boot in LOG die of an int3 that QEMU's TCG ran
