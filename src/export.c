@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -486,6 +487,27 @@ static int write_textfile(const char *textfile_dir, const struct cgroups *cgs, d
 }
 
 /*
+ * Sleep until @next (CLOCK_MONOTONIC); true if a signal of @stop (blocked)
+ * came first or was pending.
+ */
+static bool wait_or_stop(const sigset_t *stop, const struct timespec *next)
+{
+	for (;;) {
+		double left = next->tv_sec + next->tv_nsec / 1e9 - now();
+		struct timespec t = { 0 };
+
+		if (left > 0) {
+			t.tv_sec = (time_t)left;
+			t.tv_nsec = (long)((left - (double)t.tv_sec) * 1e9);
+		}
+		if (sigtimedwait(stop, NULL, &t) > 0)
+			return true;
+		if (errno == EAGAIN)
+			return false;	/* the time came (EINTR: another signal) */
+	}
+}
+
+/*
  * Read every cgroup under @roots (relative to the cgroup2 mount; default
  * system.slice and machine.slice, those that exist) and write them to @out,
  * or with @textfile_dir to DIR/highwater.prom, written aside and renamed;
@@ -499,6 +521,7 @@ int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int
 	struct windows ws = { 0 };
 	char mount[256], dir[1024], **dirs;
 	struct timespec next;
+	sigset_t stop;
 	int r = 0, ndirs = 0;
 
 	if (hw_cgroup2_mount(mount, sizeof(mount))) {
@@ -533,6 +556,7 @@ int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int
 	if (!ndirs)
 		hw_warn("neither system.slice nor machine.slice is under %s: nothing to export (give the roots)", mount);
 
+	sigemptyset(&stop);
 	if (interval) {
 		struct rlimit nofile;
 
@@ -541,6 +565,14 @@ int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int
 			nofile.rlim_cur = nofile.rlim_max;
 			setrlimit(RLIMIT_NOFILE, &nofile);
 		}
+		/*
+		 * SIGTERM (systemctl stop) and SIGINT end the daemon between
+		 * exports: one arriving during an export waits for its
+		 * rename, so no file is left half written or aside.
+		 */
+		sigaddset(&stop, SIGTERM);
+		sigaddset(&stop, SIGINT);
+		sigprocmask(SIG_BLOCK, &stop, NULL);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
@@ -582,8 +614,8 @@ int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int
 				next.tv_nsec -= 1000000000L;
 			}
 		} while (next.tv_sec + next.tv_nsec / 1e9 < now());
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
-			;
+		if (wait_or_stop(&stop, &next))
+			break;
 	}
 out:
 	for (int i = 0; i < ws.n; i++) {

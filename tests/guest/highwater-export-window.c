@@ -5,7 +5,8 @@
  * The window that saw the spike has it, also when another reader restarts
  * its own memory.peak right after (patch 42), a later one does not (while
  * the cumulative memory.peak keeps it), every window holds what stayed
- * charged, and a removed cgroup's descriptor is closed.
+ * charged, a removed cgroup's descriptor is closed, and SIGTERM ends it
+ * between exports.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -125,10 +126,12 @@ static int peak_fds(pid_t daemon)
 
 int main(void)
 {
-	int cmd[2], reply[2], status, exports, fds, other;
+	int cmd[2], reply[2], status, exports, fds, other, left;
 	long long first = -1, w, spiked = -1, after = -1, cumulative = -1, low = -1;
+	struct dirent *de;
 	pid_t work, daemon;
 	char c;
+	DIR *d;
 
 	tap_plan(6);
 	write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
@@ -208,10 +211,18 @@ int main(void)
 	       "a removed cgroup: its descriptor closed (memory.peak descriptors %d, then %d), its samples gone, its parent's window still there",
 	       fds, peak_fds(daemon));
 
+	/* Right after an export's rename, or within one: it ends after it. */
 	kill(daemon, SIGTERM);
 	waitpid(daemon, &status, 0);
-	tap_ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
-	       "the daemon runs until it is stopped (status 0x%x)", status);
+	d = opendir(TEXTFILES);
+	left = 0;
+	while (d && (de = readdir(d)))
+		left += !strncmp(de->d_name, ".highwater.prom.", 16);
+	if (d)
+		closedir(d);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && !left && !access(PROM, R_OK),
+	       "SIGTERM ends the daemon between exports: exit 0 (status 0x%x), the file there, none left aside (%d)",
+	       status, left);
 
 	status = spawn_capture((char *[]){ (char *)built("highwater"), "export", "--interval", "1",
 					   "highwater-test-window", NULL },
