@@ -30,22 +30,36 @@ struct cgroups {
 	int n, size;
 };
 
+/*
+ * @items (@n used of *@size, each @each bytes) with room for one more:
+ * doubled when full, *@size updated; NULL when out of memory (@items is
+ * then still the caller's).
+ */
+static void *grow(void *items, int *size, int n, size_t each)
+{
+	int want = *size ? 2 * *size : 64;
+	void *more;
+
+	if (n < *size)
+		return items;
+	more = realloc(items, (size_t)want * each);
+	if (more)
+		*size = want;
+	return more;
+}
+
 /* @dir and every cgroup below it (32 levels at most), in tree order. */
 static int walk(const char *mount, const char *dir, struct cgroups *cgs, int depth)
 {
+	struct hw_marks *m;
 	struct dirent *de;
 	DIR *d;
 	int r;
 
-	if (cgs->n == cgs->size) {
-		int size = cgs->size ? 2 * cgs->size : 64;
-		struct hw_marks *m = realloc(cgs->m, size * sizeof(*m));
-
-		if (!m)
-			return -ENOMEM;
-		cgs->m = m;
-		cgs->size = size;
-	}
+	m = grow(cgs->m, &cgs->size, cgs->n, sizeof(*cgs->m));
+	if (!m)
+		return -ENOMEM;
+	cgs->m = m;
 	hw_marks_init(&cgs->m[cgs->n]);
 	r = hw_collect_cgroup_all(mount, dir, &cgs->m[cgs->n]);
 	if (r == -ENOENT)
@@ -406,15 +420,10 @@ static int window_peaks(const char *mount, struct cgroups *cgs, struct windows *
 			m->have_memory_window = false;
 			continue;
 		}
-		if (ws->n == ws->size) {
-			int size = ws->size ? 2 * ws->size : 64;
-			struct window *grown = realloc(ws->w, size * sizeof(*grown));
-
-			if (!grown)
-				return -ENOMEM;
-			ws->w = grown;
-			ws->size = size;
-		}
+		w = grow(ws->w, &ws->size, ws->n, sizeof(*ws->w));
+		if (!w)
+			return -ENOMEM;
+		ws->w = w;
 		w = &ws->w[ws->n];
 		w->path = strdup(path);
 		if (!w->path)
