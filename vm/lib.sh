@@ -212,14 +212,21 @@ hw_need_tool_libs() {
 # hw_kmake SRC OUT MAKE-ARGS...: kbuild as every script here runs it, so that
 # what one builds is up to date for another (the same command lines) and
 # ccache hits across clones and output directories (paths relative to the
-# checkout, a fixed build identity).
+# checkout, a fixed build identity).  ccache's depend mode: on a miss it
+# runs the compiler alone and takes the headers from the dependency list
+# kbuild asks for (-Wp,-MMD), where its default runs the preprocessor first
+# to look the result up: a quarter of a cold build's CPU (the all-off
+# kernel from an empty ccache: 166 core-seconds, 221 without, 2026-12-07).
+# Hits are found the same way (direct mode), also those stored without it.
+# Not for the host's programs: -MMD leaves out the system headers they
+# include, so a changed libc header would not be seen.
 hw_kmake() {
 	local src=$1 out=$2
 	shift 2
-	KBUILD_BUILD_USER=highwater KBUILD_BUILD_HOST=qemu CCACHE_BASEDIR=$HW_ROOT \
+	KBUILD_BUILD_USER=highwater KBUILD_BUILD_HOST=qemu CCACHE_BASEDIR=$HW_ROOT CCACHE_DEPEND=1 \
 		KBUILD_BUILD_TIMESTAMP="$(git -C "$src" log -1 --format=%cd 2>/dev/null || echo 2026-01-01)" \
 		CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-25G} \
-		make -C "$src" O="$out" ARCH=x86_64 CC="ccache gcc" HOSTCC="ccache gcc" \
+		make -C "$src" O="$out" ARCH=x86_64 CC="ccache gcc" HOSTCC="env CCACHE_NODEPEND=1 ccache gcc" \
 		-j"$(nproc)" "$@"
 }
 
