@@ -174,6 +174,8 @@ struct number_family {
 };
 
 #define AT(field) offsetof(struct hw_marks, field)
+/* The field of *@m at offset @off, of @type. */
+#define MARK(m, off, type) (*(type *)((const char *)(m) + (off)))
 
 static const struct number_family numbers[] = {
 	{ "highwater_tasks_peak", "gauge", "pids.peak: the most tasks the cgroup had at once.",
@@ -199,12 +201,10 @@ static void cgroup_numbers(FILE *out, const struct cgroups *cgs)
 	for (size_t f = 0; f < sizeof(numbers) / sizeof(numbers[0]); f++) {
 		family(out, numbers[f].name, numbers[f].type, numbers[f].help);
 		for (int c = 0; c < cgs->n; c++) {
-			const char *m = (const char *)&cgs->m[c];
-
-			if (numbers[f].have && !*(const bool *)(m + numbers[f].have))
+			if (numbers[f].have && !MARK(&cgs->m[c], numbers[f].have, const bool))
 				continue;
 			series(out, numbers[f].name, &cgs->m[c]);
-			value(out, *(const uint64_t *)(m + numbers[f].v));
+			value(out, MARK(&cgs->m[c], numbers[f].v, const uint64_t));
 		}
 	}
 }
@@ -341,14 +341,30 @@ static double now(void)
 
 /*
  * Windows (--interval).  The marks are maxima since each cgroup was made;
- * memory.peak alone can restart for a reader (6.12): a write to an open
- * memory.peak makes reads through that descriptor show the peak since then,
- * from the usage then.  The loop holds one per cgroup, sorted by path: at each
- * export it reads the last interval's peak and restarts it.  A cgroup first
- * seen gets its descriptor and its first window at the next export.
+ * memory.peak (6.12) and pids.peak (the series' patch 43) can restart for a
+ * reader: a write to the open file makes reads through that descriptor show
+ * the peak since then, from the usage then.  The loop holds one of each per
+ * cgroup, sorted by path: at each export it reads the last interval's peak
+ * and restarts it.  A cgroup first seen gets its descriptors and its first
+ * windows at the next export.
  */
+static const struct window_kind {
+	const char *file, *family, *help;
+	const char *needs;	/* for a restart */
+	size_t have, have_window, window;	/* offsets in struct hw_marks */
+} window_kinds[] = {
+	{ "memory.peak", "highwater_memory_peak_window_bytes",
+	  "The most memory charged to the cgroup since the previous export (memory.peak restarted at each); from the cgroup's second export on.",
+	  "Linux 6.12 or later", AT(have_memory_peak), AT(have_memory_window), AT(memory_window) },
+	{ "pids.peak", "highwater_tasks_peak_window",
+	  "The most tasks the cgroup had at once since the previous export (pids.peak restarted at each); from the cgroup's second export on.",
+	  "the highwater kernel series, patch 43", AT(have_pids_peak), AT(have_tasks_window),
+	  AT(tasks_window) },
+};
+#define NKINDS (sizeof(window_kinds) / sizeof(window_kinds[0]))
+
 struct window {
-	char *path;	/* the cgroup's memory.peak */
+	char *path;	/* the cgroup's memory.peak or pids.peak */
 	int fd;
 	bool seen;	/* by this export's walk */
 };
@@ -363,75 +379,93 @@ static int window_cmp(const void *a, const void *b)
 	return strcmp(((const struct window *)a)->path, ((const struct window *)b)->path);
 }
 
-/* Open @path and restart its peak: a new window, or -1 (said once). */
-static int window_open(const char *path)
+/*
+ * Open @path, a file of kind @k, and restart its peak: a new window, or -1
+ * (said once a kind).  A kernel that cannot restart the kind is not asked
+ * again.
+ */
+static int window_open(const char *path, unsigned int k, bool *unsupported)
 {
-	static bool told;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	static bool told[NKINDS];
+	const struct window_kind *kind = &window_kinds[k];
+	int fd = open(path, O_RDWR | O_CLOEXEC), e;
+	struct stat st;
 
 	if (fd >= 0 && pwrite(fd, "reset\n", 6, 0) != 6) {
+		e = errno;
 		close(fd);
 		fd = -1;
+		errno = e;
 	}
-	if (fd < 0 && errno != ENOENT && errno != ENODEV && !told) {
-		told = true;
-		hw_warn("cannot restart %s: %s: no memory peak of the interval for it%s", path,
-			strerror(errno),
-			errno == EACCES || errno == EPERM ?
-			" (a restart is a write: as root, on Linux 6.12 or later)" :
-			errno == EMFILE ? " (one descriptor a cgroup: raise the hard LimitNOFILE=)" : "");
+	if (fd >= 0 || errno == ENOENT || errno == ENODEV)
+		return fd;	/* ENOENT, ENODEV: the cgroup was removed since the walk */
+	e = errno;
+	/* A kernel without the restart shows the file read-only (root may open it: EINVAL). */
+	if (!stat(path, &st) && !(st.st_mode & 0222)) {
+		unsupported[k] = true;
+		hw_warn("%s takes no restart on this kernel (it needs %s): no %s for any cgroup",
+			kind->file, kind->needs, kind->family);
+	} else if (!told[k]) {
+		told[k] = true;
+		hw_warn("cannot restart %s: %s: no %s for it%s", path, strerror(e), kind->family,
+			e == EACCES || e == EPERM ? " (a restart is a write: as root)" :
+			e == EMFILE ? " (two descriptors a cgroup: raise the hard LimitNOFILE=)" : "");
 	}
-	return fd;
+	return -1;
 }
 
 /*
- * The last interval's memory peak of every cgroup in @cgs that has one, into
- * its marks, and a new interval started; windows of removed cgroups closed.
+ * The last interval's peaks of every cgroup in @cgs that has them, into its
+ * marks, and a new interval started; windows of removed cgroups closed.
  */
 static int window_peaks(const char *mount, struct cgroups *cgs, struct windows *ws)
 {
+	static bool unsupported[NKINDS];
 	int known = ws->n, kept = 0;
 
 	for (int i = 0; i < ws->n; i++)
 		ws->w[i].seen = false;
-	for (int c = 0; c < cgs->n; c++) {
-		struct hw_marks *m = &cgs->m[c];
-		struct window key = { 0 }, *w;
-		char path[1200], buf[32];
-		ssize_t len;
+	for (int c = 0; c < cgs->n; c++)
+		for (unsigned int k = 0; k < NKINDS; k++) {
+			const struct window_kind *kind = &window_kinds[k];
+			struct hw_marks *m = &cgs->m[c];
+			struct window key = { 0 }, *w;
+			char path[1200], buf[32];
+			ssize_t len;
 
-		if (!m->have_memory_peak)
-			continue;
-		snprintf(path, sizeof(path), "%s%s/memory.peak", mount, m->cgroup);
-		key.path = path;
-		w = bsearch(&key, ws->w, known, sizeof(*w), window_cmp);
-		if (w) {
-			w->seen = true;
-			len = pread(w->fd, buf, sizeof(buf) - 1, 0);
-			if (len > 0) {
-				buf[len] = '\0';
-				m->have_memory_window = !hw_parse_u64(buf, &m->memory_window);
-			}
-			/* Restarted at once; a cgroup made again under the same name fails the read. */
-			if (len > 0 && pwrite(w->fd, "reset\n", 6, 0) == 6)
+			if (!MARK(m, kind->have, bool) || unsupported[k])
 				continue;
-			close(w->fd);
-			w->fd = window_open(path);
-			m->have_memory_window = false;
-			continue;
+			snprintf(path, sizeof(path), "%s%s/%s", mount, m->cgroup, kind->file);
+			key.path = path;
+			w = bsearch(&key, ws->w, known, sizeof(*w), window_cmp);
+			if (w) {
+				w->seen = true;
+				len = pread(w->fd, buf, sizeof(buf) - 1, 0);
+				if (len > 0) {
+					buf[len] = '\0';
+					MARK(m, kind->have_window, bool) =
+						!hw_parse_u64(buf, &MARK(m, kind->window, uint64_t));
+				}
+				/* Restarted at once; a cgroup made again under the same name fails the read. */
+				if (len > 0 && pwrite(w->fd, "reset\n", 6, 0) == 6)
+					continue;
+				close(w->fd);
+				w->fd = window_open(path, k, unsupported);
+				MARK(m, kind->have_window, bool) = false;
+				continue;
+			}
+			w = grow(ws->w, &ws->size, ws->n, sizeof(*ws->w));
+			if (!w)
+				return -ENOMEM;
+			ws->w = w;
+			w = &ws->w[ws->n];
+			w->path = strdup(path);
+			if (!w->path)
+				return -ENOMEM;
+			w->fd = window_open(path, k, unsupported);
+			w->seen = true;
+			ws->n++;
 		}
-		w = grow(ws->w, &ws->size, ws->n, sizeof(*ws->w));
-		if (!w)
-			return -ENOMEM;
-		ws->w = w;
-		w = &ws->w[ws->n];
-		w->path = strdup(path);
-		if (!w->path)
-			return -ENOMEM;
-		w->fd = window_open(path);
-		w->seen = true;
-		ws->n++;
-	}
 	/* Close what was not seen (removed cgroups) or not opened, keep the rest sorted. */
 	for (int i = 0; i < ws->n; i++) {
 		struct window *w = &ws->w[i];
@@ -449,18 +483,21 @@ static int window_peaks(const char *mount, struct cgroups *cgs, struct windows *
 	return 0;
 }
 
-/* export --interval's own families: each cgroup's memory peak of the interval. */
+/* export --interval's own families: each cgroup's peaks of the interval. */
 static void interval_family(FILE *out, const struct cgroups *cgs, double interval)
 {
-	family(out, "highwater_memory_peak_window_bytes", "gauge",
-	       "The most memory charged to the cgroup since the previous export (memory.peak restarted at each); from the cgroup's second export on.");
-	for (int c = 0; c < cgs->n; c++)
-		if (cgs->m[c].have_memory_window) {
-			series(out, "highwater_memory_peak_window_bytes", &cgs->m[c]);
-			value(out, cgs->m[c].memory_window);
-		}
+	for (unsigned int k = 0; k < NKINDS; k++) {
+		const struct window_kind *kind = &window_kinds[k];
+
+		family(out, kind->family, "gauge", kind->help);
+		for (int c = 0; c < cgs->n; c++)
+			if (MARK(&cgs->m[c], kind->have_window, bool)) {
+				series(out, kind->family, &cgs->m[c]);
+				value(out, MARK(&cgs->m[c], kind->window, uint64_t));
+			}
+	}
 	family(out, "highwater_export_interval_seconds", "gauge",
-	       "The time between two exports (--interval): the window of highwater_memory_peak_window_bytes.");
+	       "The time between two exports (--interval): the window of the *_window families.");
 	fprintf(out, "highwater_export_interval_seconds %g\n", interval);
 }
 

@@ -125,9 +125,9 @@ struct hw_marks {
 	uint64_t pids_peak;
 	uint64_t pids_max;	/* HW_UNLIMITED for max */
 	uint64_t memory_peak, memory_max;
-	/* export --interval: memory.peak since the previous export (its reset) */
-	bool have_memory_window;
-	uint64_t memory_window;
+	/* export --interval: memory.peak and pids.peak since the previous export (their reset) */
+	bool have_memory_window, have_tasks_window;
+	uint64_t memory_window, tasks_window;
 	uint64_t memory_file;	/* page cache at the end: memory.stat file less shmem */
 	uint64_t memory_shmem;	/* shared memory at the end: memory.stat shmem */
 	/*

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * highwater export --interval: the memory peak of each interval.  A process
- * holds 8 MiB in its cgroup, and once touches 64 MiB more and frees them.
- * The window that saw the spike has it, also when another reader restarts
- * its own memory.peak right after (patch 42), a later one does not (while
- * the cumulative memory.peak keeps it), every window holds what stayed
- * charged, a removed cgroup's descriptor is closed, and SIGTERM ends it
- * between exports.
+ * highwater export --interval: the memory and tasks peaks of each interval.
+ * A process holds 8 MiB in its cgroup, and once touches 64 MiB more and
+ * frees them while 20 children of it live.  The windows that saw the spike
+ * have it, also when another reader restarts its own memory.peak and
+ * pids.peak right after (patches 42 and 43), a later one does not (while
+ * the cumulative peaks keep it), every window holds what stayed (the
+ * memory charged, the one task), a removed cgroup's descriptors are
+ * closed, and SIGTERM ends it between exports.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -25,6 +26,7 @@
 #define MIB (1ULL << 20)
 #define HELD (8 * MIB)
 #define SPIKE (64 * MIB)
+#define TASKS 20	/* children alive during the spike */
 
 static char metrics[1 << 20], out[65536], err[65536];
 
@@ -79,10 +81,30 @@ static void *touch(size_t size)
 	return p;
 }
 
-/* The worker: joins JOB, holds HELD; each byte on @cmd: a spike, then a reply. */
+/* TASKS children that live until @go is closed; 0 or -1. */
+static int fork_children(pid_t *pid, int go[2])
+{
+	char c;
+
+	for (int i = 0; i < TASKS; i++) {
+		pid[i] = fork();
+		if (pid[i] < 0)
+			return -1;
+		if (pid[i] == 0) {
+			close(go[1]);
+			_exit(read(go[0], &c, 1) != 0);	/* EOF: go */
+		}
+	}
+	return 0;
+}
+
+/*
+ * The worker: joins JOB, holds HELD; each byte on @cmd: a spike of SPIKE
+ * bytes with TASKS children alive, all gone before the reply.
+ */
 static pid_t worker(int cmd, int reply)
 {
-	pid_t pid = fork();
+	pid_t pid = fork(), kids[TASKS];
 	char c;
 
 	if (pid)
@@ -90,17 +112,26 @@ static pid_t worker(int cmd, int reply)
 	if (write_file(JOB "/cgroup.procs", "0") || !touch(HELD))
 		_exit(1);
 	while (write(reply, "r", 1) == 1 && read(cmd, &c, 1) == 1) {
-		void *p = touch(SPIKE);
+		int go[2], status;
+		void *p;
 
+		if (pipe(go) || fork_children(kids, go))
+			_exit(1);
+		close(go[0]);
+		p = touch(SPIKE);
 		if (!p)
 			_exit(1);
 		munmap(p, SPIKE);
+		close(go[1]);
+		for (int i = 0; i < TASKS; i++)
+			if (waitpid(kids[i], &status, 0) != kids[i] || status)
+				_exit(1);
 	}
 	_exit(0);
 }
 
-/* The daemon's descriptors of memory.peak files. */
-static int peak_fds(pid_t daemon)
+/* The daemon's descriptors of @file (memory.peak, pids.peak). */
+static int peak_fds(pid_t daemon, const char *file)
 {
 	char dir[64], path[400], target[400];
 	struct dirent *de;
@@ -116,7 +147,7 @@ static int peak_fds(pid_t daemon)
 		len = readlink(path, target, sizeof(target) - 1);
 		if (len > 0) {
 			target[len] = '\0';
-			n += !!strstr(target, "/memory.peak");
+			n += !!strstr(target, file);
 		}
 	}
 	if (d)
@@ -126,17 +157,18 @@ static int peak_fds(pid_t daemon)
 
 int main(void)
 {
-	int cmd[2], reply[2], status, exports, fds, other, left;
+	int cmd[2], reply[2], status, exports, fds, pids_fds, other, other_pids, left;
 	long long first = -1, w, spiked = -1, after = -1, cumulative = -1, low = -1;
+	long long tasks_first = -1, tasks_spiked = -1, tasks_low = -1, tasks_after = -1;
 	struct dirent *de;
 	pid_t work, daemon;
 	char c;
 	DIR *d;
 
-	tap_plan(6);
-	write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
+	tap_plan(9);
+	write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory +pids");
 	mkdir(ROOT, 0755);
-	write_file(ROOT "/cgroup.subtree_control", "+memory");
+	write_file(ROOT "/cgroup.subtree_control", "+memory +pids");
 	mkdir(JOB, 0755);
 	mkdir(TEXTFILES, 0755);
 	unlink(PROM);
@@ -158,12 +190,15 @@ int main(void)
 
 	/* The first export opens the descriptor; the second has a window. */
 	for (exports = 0; exports < 4 && first < 0; exports++)
-		if (!next_export())
+		if (!next_export()) {
 			first = job_sample("highwater_memory_peak_window_bytes");
+			tasks_first = job_sample("highwater_tasks_peak_window");
+		}
 	tap_ok(first >= (long long)HELD && first < (long long)(HELD + SPIKE / 2) &&
 	       strstr(metrics, "\nhighwater_export_interval_seconds 1\n"),
 	       "a window from the cgroup's second export on: %lld bytes, at least the %llu held, without a spike",
 	       first, HELD);
+	tap_ok(tasks_first == 1, "its tasks window: %lld, the one worker (patch 43)", tasks_first);
 
 	/*
 	 * A spike right after an export: the windows restarted before the file
@@ -172,44 +207,66 @@ int main(void)
 	 */
 	if (write(cmd[1], "s", 1) != 1 || read(reply[0], &c, 1) != 1)
 		bail("the worker did not spike");
-	/* Another reader restarts its own file: the daemon's window keeps the spike (patch 42). */
+	/*
+	 * Another reader restarts its own files: the daemon's windows keep the
+	 * spike (patches 42 and 43).
+	 */
 	other = open(JOB "/memory.peak", O_RDWR | O_CLOEXEC);
 	if (other < 0 || write(other, "reset\n", 6) != 6)
 		bail("another reader's restart of memory.peak");
+	other_pids = open(JOB "/pids.peak", O_RDWR | O_CLOEXEC);
+	if (other_pids < 0 || write(other_pids, "reset\n", 6) != 6)
+		bail("another reader's restart of pids.peak");
 	for (int i = 0; i < 2 && !next_export(); i++) {
 		w = job_sample("highwater_memory_peak_window_bytes");
 		spiked = w > spiked ? w : spiked;
+		w = job_sample("highwater_tasks_peak_window");
+		tasks_spiked = w > tasks_spiked ? w : tasks_spiked;
 	}
 	cumulative = job_sample("highwater_memory_peak_bytes");
 	tap_ok(spiked >= (long long)(HELD + SPIKE),
 	       "the windows over the spike, restarted by another reader after it: %lld bytes, at least %llu held and spiked",
 	       spiked, HELD + SPIKE);
+	tap_ok(tasks_spiked == TASKS + 1,
+	       "their tasks windows: %lld, the worker and its %d children", tasks_spiked, TASKS);
 	close(other);
+	close(other_pids);
 
 	/* Later windows restart without it; the cumulative peak keeps it. */
-	for (int i = 0; i < 5 && low < 0 && !next_export(); i++) {
+	for (int i = 0; i < 5 && (low < 0 || tasks_low < 0) && !next_export(); i++) {
 		w = job_sample("highwater_memory_peak_window_bytes");
 		if (w >= 0 && w < (long long)(HELD + SPIKE / 2))
 			low = w;
 		after = job_sample("highwater_memory_peak_bytes");
+		w = job_sample("highwater_tasks_peak_window");
+		if (w >= 0 && w < TASKS)
+			tasks_low = w;
+		tasks_after = job_sample("highwater_tasks_peak");
 	}
 	tap_ok(low >= (long long)HELD && cumulative >= (long long)(HELD + SPIKE) &&
 	       after >= cumulative,
 	       "a later window without the spike: %lld bytes (at least the %llu still held); memory.peak since the cgroup was made still %lld",
 	       low, HELD, after);
+	tap_ok(tasks_low == 1 && tasks_after == TASKS + 1,
+	       "a later tasks window without it: %lld (the worker); pids.peak since the cgroup was made still %lld",
+	       tasks_low, tasks_after);
 
 	/* A removed cgroup: its window gone from the file, its descriptor closed. */
-	fds = peak_fds(daemon);
+	fds = peak_fds(daemon, "/memory.peak");
+	pids_fds = peak_fds(daemon, "/pids.peak");
 	kill(work, SIGKILL);
 	waitpid(work, NULL, 0);
 	remove_cgroup(JOB);
 	next_export();
 	next_export();
-	tap_ok(fds == 2 && peak_fds(daemon) == 1 &&
+	tap_ok(fds == 2 && peak_fds(daemon, "/memory.peak") == 1 &&
+	       pids_fds == 2 && peak_fds(daemon, "/pids.peak") == 1 &&
 	       job_sample("highwater_memory_peak_window_bytes") < 0 &&
-	       strstr(metrics, "highwater_memory_peak_window_bytes{cgroup=\"/highwater-test-window\""),
-	       "a removed cgroup: its descriptor closed (memory.peak descriptors %d, then %d), its samples gone, its parent's window still there",
-	       fds, peak_fds(daemon));
+	       job_sample("highwater_tasks_peak_window") < 0 &&
+	       strstr(metrics, "highwater_memory_peak_window_bytes{cgroup=\"/highwater-test-window\"") &&
+	       strstr(metrics, "highwater_tasks_peak_window{cgroup=\"/highwater-test-window\""),
+	       "a removed cgroup: its descriptors closed (memory.peak %d, then %d; pids.peak %d, then %d), its samples gone, its parent's windows still there",
+	       fds, peak_fds(daemon, "/memory.peak"), pids_fds, peak_fds(daemon, "/pids.peak"));
 
 	/* Right after an export's rename, or within one: it ends after it. */
 	kill(daemon, SIGTERM);
@@ -238,6 +295,6 @@ int main(void)
 	unlink(PROM);
 	rmdir(TEXTFILES);
 	remove_cgroup(ROOT);
-	write_file("/sys/fs/cgroup/cgroup.subtree_control", "-memory");
+	write_file("/sys/fs/cgroup/cgroup.subtree_control", "-memory -pids");
 	return tap_exit();
 }

@@ -9,7 +9,7 @@
  * serves them on :9100 as they are in the file; the timer starts the
  * service again (every 5 s here, through a drop-in);
  * highwater-export-windows.service, the daemon, replaces the timer and adds
- * each service's memory peak of the interval.  (The fleet's rules are
+ * each service's memory and tasks peaks of the interval.  (The fleet's rules are
  * tested with three node_exporters and Prometheus in the plain boot:
  * tests/guest/highwater-fleet.c.)
  */
@@ -36,7 +36,8 @@ static double sample(const char *text, const char *series)
 int main(void)
 {
 	char cmd[3 * PATH_MAX + 256], src[PATH_MAX];
-	double in_file, in_node;
+	double in_file, in_node, tasks, alive;
+	char buf[32];
 	struct stat st;
 	time_t first;
 	int status;
@@ -103,17 +104,23 @@ int main(void)
 		 ">/etc/systemd/system/highwater-export-windows.service.d/interval.conf && "
 		 "systemctl daemon-reload && systemctl start highwater-export-windows.service", src);
 	status = sh(cmd);
-	in_file = -1;
-	for (int i = 0; !status && i < 60 && in_file <= 0; i++) {
+	in_file = tasks = -1;
+	for (int i = 0; !status && i < 60 && (in_file <= 0 || tasks <= 0); i++) {
 		sleep(1);
-		if (hw_read_file(TEXTFILE, metrics, sizeof(metrics)) > 0)
+		if (hw_read_file(TEXTFILE, metrics, sizeof(metrics)) > 0) {
 			in_file = sample(metrics, "highwater_memory_peak_window_bytes{cgroup=\"/system.slice/nginx.service\",unit=\"nginx.service\"}");
+			tasks = sample(metrics, "highwater_tasks_peak_window{cgroup=\"/system.slice/nginx.service\",unit=\"nginx.service\"}");
+		}
 	}
-	tap_ok(!status && in_file > 0 && !sh("systemctl is-active highwater-export-windows.service") &&
+	/* A window holds at least what lives: nginx's master and workers. */
+	alive = hw_read_file("/sys/fs/cgroup/system.slice/nginx.service/pids.current", buf, sizeof(buf)) > 0 ?
+		atof(buf) : -1;
+	tap_ok(!status && in_file > 0 && alive >= 2 && tasks >= alive &&
+	       !sh("systemctl is-active highwater-export-windows.service") &&
 	       sh("systemctl is-active highwater-export.timer") &&
 	       sample(metrics, "highwater_export_interval_seconds") == 2,
-	       "highwater-export-windows.service: it stops the timer and writes nginx.service's memory peak of the interval (%g bytes)",
-	       in_file);
+	       "highwater-export-windows.service: it stops the timer and writes nginx.service's memory and tasks peaks of the interval (%g bytes, %g tasks, %g alive)",
+	       in_file, tasks, alive);
 
 	tap_ok(!sh("systemctl stop highwater-export.timer highwater-export-windows.service && "
 		   "rm -rf /etc/systemd/system/highwater-export.* /etc/systemd/system/highwater-export-windows.* "
