@@ -255,8 +255,8 @@ int hw_run(char **argv, const struct hw_run_opts *o, struct hw_marks *m);
  * export.c: every cgroup under @roots (default system.slice, machine.slice)
  * in Prometheus's text format, to @out or atomically to
  * TEXTFILE_DIR/highwater.prom; 0 or an exit code.  With @interval (seconds),
- * again every @interval until it fails or is killed, each export with the
- * memory peak of the interval.  hw_export_write writes the marks of @n
+ * again every @interval until it fails or is stopped, each export with the
+ * memory and tasks peaks of the interval.  hw_export_write writes the marks of @n
  * cgroups read in @seconds.
  */
 int hw_export(char **roots, int nroots, FILE *out, const char *textfile_dir, int margin,

@@ -93,8 +93,9 @@ int main(void)
 
 	/*
 	 * The daemon in its sandbox: it stops the timer, writes memory.peak
-	 * files and has each service's memory peak of the interval (2 s here,
-	 * through a drop-in, not the unit's minute) from its second export on.
+	 * and pids.peak files and has each service's memory and tasks peaks
+	 * of the interval (2 s here, through a drop-in, not the unit's minute)
+	 * from its second export on.
 	 */
 	snprintf(cmd, sizeof(cmd),
 		 "install -m 0644 %s/../contrib/highwater-export-windows.service /etc/systemd/system/ && "
